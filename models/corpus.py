@@ -1,0 +1,62 @@
+"""Read-only view of a prepared corpus directory (the contract written by ``skipview data prepare``).
+
+``tokens.bin`` uint32 ids back to back, ``offsets.npy`` (sentence i is ``tokens[offsets[i]:offsets[i+1]]``),
+``doc_index.npy`` (first sentence of each document), ``vocab.tsv``, ``meta.json``. Everything is memory-mapped,
+so opening a corpus costs no memory proportional to its size and every Ray worker on a node shares the pages.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from skipview.models.text import Tokenizer
+from skipview.models.vocab import Vocab
+
+FILES = ("tokens.bin", "offsets.npy", "doc_index.npy", "vocab.tsv", "meta.json")
+
+
+class PreparedCorpus:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        missing = [f for f in FILES if not (self.path / f).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{self.path} is not a prepared corpus: missing {', '.join(missing)} "
+                                    "(make one with `skipview data prepare`)")
+        self.meta = json.loads((self.path / "meta.json").read_text())
+        self.tokens = np.memmap(self.path / "tokens.bin", dtype=np.uint32, mode="r")
+        self.offsets = np.load(self.path / "offsets.npy", mmap_mode="r")
+        self.doc_index = np.load(self.path / "doc_index.npy", mmap_mode="r")
+        if len(self.offsets) < 1 or int(self.offsets[-1]) != len(self.tokens):
+            raise ValueError(f"{self.path}: offsets.npy does not end at the length of tokens.bin (corrupt corpus)")
+
+    @cached_property
+    def vocab(self) -> Vocab:
+        return Vocab.load(self.path / "vocab.tsv")
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        return Tokenizer.from_dict(self.meta["tokenizer"])
+
+    @property
+    def num_sentences(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.doc_index)
+
+    def sentence(self, i: int) -> np.ndarray:
+        return np.asarray(self.tokens[self.offsets[i]: self.offsets[i + 1]])
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def document_ids(self) -> np.ndarray:
+        """Document number of every sentence (int64, one entry per sentence)."""
+        ids = np.zeros(self.num_sentences, dtype=np.int64)
+        ids[np.asarray(self.doc_index[1:])] = 1
+        return np.cumsum(ids)

@@ -1,0 +1,55 @@
+"""The contract between an objective (what is learned) and the trainer that drives it (how it is run).
+
+A trainer knows nothing about any particular objective. It
+
+1. builds one by name: ``registry.build_objective(name, settings, vocab=..., word_vectors=...)``;
+2. asks it which examples it needs (``example_kind``) and draws length-bucketed batches of that kind from the
+   memory-mapped corpus with ``skipview.models.batching.iterate_batches``;
+3. per step: ``out = objective(batch)``; ``out.loss.backward()``; optimiser step;
+   ``objective.after_optimizer_step()`` (e.g. the invertibility update of U);
+4. at the end: ``objective.sentence_encoder(tokenizer, vocab)`` gives the inference-side ``SentenceEncoder``.
+
+Everything an objective logs goes in ``ObjectiveOutput.metrics`` as 0-d tensors (no ``.item()`` inside the
+step: that would force a host-device sync on GPU).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from skipview.models.encoder import SentenceEncoder
+    from skipview.models.text import Tokenizer
+    from skipview.models.vocab import Vocab
+
+
+class ExampleKind(str, Enum):
+    WINDOW = "window"    # N consecutive sentences of the stream with their document ids (discriminative)
+    PAIR = "pair"        # (sentence, next sentence) in the same document (generative)
+    TRIPLE = "triple"    # (previous, sentence, next) in the same document (skip-thought)
+
+
+@dataclass
+class ObjectiveOutput:
+    loss: torch.Tensor                                   # scalar, averaged per example
+    metrics: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class Objective(nn.Module, ABC):
+    example_kind: ClassVar[ExampleKind]
+
+    @abstractmethod
+    def forward(self, batch) -> ObjectiveOutput: ...
+
+    def after_optimizer_step(self) -> None:
+        """Called on the unwrapped module after every optimiser step; no-op unless the objective constrains
+        its parameters (the generative objective's invertibility update)."""
+
+    @abstractmethod
+    def sentence_encoder(self, tokenizer: "Tokenizer", vocab: "Vocab") -> "SentenceEncoder": ...

@@ -1,0 +1,27 @@
+"""The ``skipview`` command. Each area of the platform registers its own sub-commands here.
+
+Heavy imports (torch, ray, mlflow) happen inside the commands, so ``skipview --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from skipview.platform.data import cli as data_cli
+
+app = typer.Typer(
+    name="skipview",
+    help="Train and evaluate skip-thought-family sentence encoders (skip-thought, multi-view f/g) "
+         "with Ray Train/Tune, MLflow and DVC.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(data_cli.app, name="data")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
