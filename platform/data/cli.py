@@ -77,3 +77,51 @@ def prepare(
     except (BadInputError, OutputExistsError) as error:
         _fail(error)
     _write_json(metrics, corpus_statistics(meta))
+
+
+@app.command()
+def wordvecs(
+    prepared: Path = typer.Argument(..., help="Prepared-corpus directory (from `skipview data prepare`)."),
+    out: Path = typer.Argument(..., help="Word-vector directory to create (vectors.npy, vocab.tsv, fasttext.bin, "
+                                         "meta.json)."),
+    pretrained: Optional[Path] = typer.Option(None, help="Import this .vec/.vec.gz text file or fastText .bin model "
+                                                         "instead of training."),
+    method: str = typer.Option("cbow", help="fastText training: cbow or skipgram."),
+    dim: int = typer.Option(300, help="Vector size (the multi-view paper uses 300-d fastText)."),
+    epochs: int = typer.Option(5, help="Passes over the corpus."),
+    min_count: int = typer.Option(1, help="fastText min count (the corpus vocabulary is already cut by prepare)."),
+    buckets: int = typer.Option(200_000, help="Character n-gram hash buckets. fastText's 2,000,000 make a dim-300 "
+                                              ".bin ~2.4 GB; 200,000 suit corpora up to ~100M tokens."),
+    minn: int = typer.Option(3, help="Shortest character n-gram (0 with maxn 0 disables subwords)."),
+    maxn: int = typer.Option(6, help="Longest character n-gram."),
+    window: int = typer.Option(5, help="Context window."),
+    lr: float = typer.Option(0.05, help="Learning rate."),
+    threads: int = typer.Option(0, help="Training threads; 0 = one per available core. Only 1 thread is "
+                                        "bit-reproducible."),
+    subword_oov: bool = typer.Option(False, help="Give vocabulary words that fastText's dictionary lacks their "
+                                                 "subword vector instead of zeros (.bin models only)."),
+    overwrite: bool = typer.Option(False, help="Replace OUT if it exists."),
+    progress: bool = typer.Option(True, help="Show progress on stderr."),
+    metrics: Optional[Path] = typer.Option(None, help="Also write coverage statistics to this JSON file."),
+) -> None:
+    """Train fastText on a prepared corpus, or import pretrained vectors, into a matrix aligned to its vocabulary.
+
+    Row i of vectors.npy is word i of the corpus vocab.tsv; words with no vector (and the specials) are zero rows,
+    counted in meta.json (words_without_vector, zero_rows, coverage).
+    """
+    _setup_logging()
+    from skipview.platform.data.readers import BadInputError
+    from skipview.platform.data.staging import OutputExistsError
+    from skipview.platform.data.wordvecs import FastTextOptions, import_wordvecs, train_wordvecs, wordvec_statistics
+
+    try:
+        if pretrained is not None:
+            meta = import_wordvecs(prepared, out, pretrained, subword_oov=subword_oov, overwrite=overwrite)
+        else:
+            options = FastTextOptions(method=method, dim=dim, epochs=epochs, min_count=min_count, buckets=buckets,
+                                      minn=minn, maxn=maxn, window=window, lr=lr, threads=threads)
+            meta = train_wordvecs(prepared, out, options, subword_oov=subword_oov, overwrite=overwrite,
+                                  progress=progress)
+    except (BadInputError, OutputExistsError, FileNotFoundError, ValueError) as error:
+        _fail(error)
+    _write_json(metrics, wordvec_statistics(meta))
