@@ -125,3 +125,28 @@ def wordvecs(
     except (BadInputError, OutputExistsError, FileNotFoundError, ValueError) as error:
         _fail(error)
     _write_json(metrics, wordvec_statistics(meta))
+
+
+@app.command()
+def fetch(
+    source: str = typer.Argument(..., help="Local directory, local .tar.gz/.tgz/.tar, or http(s) URL of one; "
+                                           "relative to --root if given."),
+    out: Path = typer.Argument(..., help="Directory to create with the fetched data."),
+    root: Optional[str] = typer.Option(None, help="Data root that a relative SOURCE is taken from: a directory "
+                                                  "(ROOT/SOURCE) or an http(s) URL (ROOT/SOURCE.tar.gz)."),
+    verify: bool = typer.Option(True, help="Check the files listed in a SHA256SUMS file, if the data has one."),
+    overwrite: bool = typer.Option(False, help="Replace OUT if it exists."),
+    progress: bool = typer.Option(True, help="Show download progress on stderr."),
+) -> None:
+    """Copy or download a raw corpus (or the SentEval data) into OUT, checking SHA256SUMS when present.
+
+    An archive holding one top-level folder is unpacked to that folder's content.
+    """
+    _setup_logging()
+    from skipview.platform.data.fetch import FetchError, fetch as fetch_data
+    from skipview.platform.data.staging import OutputExistsError
+
+    try:
+        fetch_data(source, out, root=root, verify=verify, overwrite=overwrite, progress=progress)
+    except (FetchError, OutputExistsError) as error:
+        _fail(error)
