@@ -18,7 +18,8 @@ Bad input never stops the run silently and never leaks into the output: each cas
 =================  ==========================================================================================
 ``empty_file``     the file has no non-blank line
 ``binary_file``    a NUL byte in the first 8 KiB (after decompression): not a text file
-``corrupt_file``   a ``.gz`` that is not gzip or is truncated (a truncated file keeps what was read before)
+``corrupt_file``   a ``.gz`` that is not gzip or is truncated (a truncated file keeps the lines read before the
+                   damaged 1 MiB block)
 ``undecodable``    a line that is not valid UTF-8 (the line is dropped; it also ends the current paragraph)
 ``long_line``      a line longer than ``max_line_bytes`` (read and dropped in bounded chunks, never held whole)
 ``bad_json``       a ``jsonl`` line that is not a JSON object
