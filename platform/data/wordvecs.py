@@ -78,10 +78,13 @@ def train_wordvecs(prepared: str | Path, out: str | Path, options: FastTextOptio
         _write_sentences(corpus, text, progress)
         log.info("training fastText %s, dim %d, %d epochs, %d buckets, %d thread(s)", options.method, options.dim,
                  options.epochs, options.buckets, threads)
-        model = fasttext.train_unsupervised(
-            str(text), model=options.method, dim=options.dim, epoch=options.epochs, minCount=options.min_count,
-            bucket=options.buckets, minn=options.minn, maxn=options.maxn, ws=options.window, lr=options.lr,
-            thread=threads, verbose=2 if progress else 0)
+        try:
+            model = fasttext.train_unsupervised(
+                str(text), model=options.method, dim=options.dim, epoch=options.epochs, minCount=options.min_count,
+                bucket=options.buckets, minn=options.minn, maxn=options.maxn, ws=options.window, lr=options.lr,
+                thread=threads, verbose=2 if progress else 0)
+        except RuntimeError as error:  # fastText's "Encountered NaN." (seen on tiny corpora): say what to try
+            raise ValueError(f"{prepared}: fastText training failed ({error}); try a lower --lr") from None
         text.unlink()
         model.save_model(str(folder / "fasttext.bin"))
         vectors, known = _vectors_from_model(model, corpus.vocab, subword_oov)
