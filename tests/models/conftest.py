@@ -119,3 +119,8 @@ def train_steps(objective, corpus: PreparedCorpus, steps: int, batch_size: int, 
 @pytest.fixture
 def train():
     return train_steps
+
+
+@pytest.fixture(scope="session")
+def write_corpus():
+    return write_prepared_corpus
