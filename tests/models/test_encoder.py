@@ -104,6 +104,10 @@ def test_clear_errors(encoder, tmp_path):
         SentenceEncoder.load(path)
 
 
+def test_encoding_no_sentences_gives_an_empty_matrix_of_the_right_width(encoder):
+    assert encoder.encode([], "supervised").shape == (0, sum(v.output_dim("supervised") for v in encoder.views.values()))
+
+
 def test_postprocessing_state_round_trip():
     components = {("f", "unsupervised"): torch.ones(3), ("g1", "supervised"): torch.zeros(2)}
     restored = PostProcessing.from_state(PostProcessing(components).state()).components
