@@ -183,6 +183,8 @@ def _valid_centres(corpus: PreparedCorpus, kind: ExampleKind, begin: int, end: i
     starts = _is_doc_start(corpus, begin, min(end + 1, total))
     if end + 1 > total:                       # the corpus end closes the last document
         starts = np.append(starts, True)
+    if begin == 0:                            # the corpus start opens one, whatever doc_index says
+        starts[0] = True
     has_next = ~starts[1:]
     valid = has_next if kind is ExampleKind.PAIR else has_next & ~starts[:-1]
     return begin + np.flatnonzero(valid)
