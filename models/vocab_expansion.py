@@ -51,10 +51,9 @@ class VocabularyExpansion:
         trained_embeddings = trained_embeddings.detach().cpu()
         word_vectors = word_vectors.detach().cpu().to(trained_embeddings.dtype)
         has_vector = word_vectors.abs().sum(dim=1) > 0
-        shared = has_vector.clone()
+        shared = has_vector[:num_trained].clone()
         shared[: len(SPECIALS)] = False
-        shared[num_trained:] = False
-        map_ = fit_linear_map(word_vectors[shared], trained_embeddings[shared])
+        map_ = fit_linear_map(word_vectors[:num_trained][shared], trained_embeddings[shared])
         embeddings = word_vectors @ map_
         embeddings[~has_vector] = trained_embeddings[UNK_ID]
         embeddings[:num_trained] = trained_embeddings
