@@ -24,13 +24,15 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 from skipview.models.skipthought.config import SkipThoughtConfig
-from skipview.models.vocab import BOS_ID, EOS_ID, SPECIALS, UNK_ID
+from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 
 UNIFORM_INIT_RANGE = 0.1  # paper section 3.1: non-recurrent weights ~ U[-0.1, 0.1]
 
 
 def _pack(padded: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
-    return pack_padded_sequence(padded, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    """``lengths`` are host tensors throughout this module: packing needs them on the host, and reading them back
+    from an accelerator would stall the training step on a device sync."""
+    return pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
 
 
 class SentenceGRUEncoder(nn.Module):
@@ -115,24 +117,25 @@ class SkipThoughtNetwork(nn.Module):
         return ids.masked_fill(ids >= self.num_words, UNK_ID)
 
     def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Token ids [B, T] (padded, lengths >= 1) -> sentence vectors h_i [B, hidden_size]."""
+        """Token ids [B, T] (padded; host ``lengths`` >= 1) -> sentence vectors h_i [B, hidden_size]."""
         return self.encoder(self.embedding(self.clip_ids(ids)), lengths)
 
     def sentence_nll(self, decoder: ConditionalGRUDecoder, context: torch.Tensor, ids: torch.Tensor,
                      lengths: torch.Tensor) -> torch.Tensor:
         """Summed negative log-likelihood of the target sentences ``ids`` [B, T] followed by ``<eos>``, with the
-        decoder fed ``<bos>`` then the previous true word (teacher forcing): a 0-d tensor over the whole batch."""
+        decoder fed ``<bos>`` then the previous true word (teacher forcing): a 0-d tensor over the whole batch.
+        A ``<pad>`` inside a sentence (how the batcher marks an empty sentence) is never a target."""
         ids = self.clip_ids(ids)
         batch, width = ids.shape
         steps = lengths + 1                                                   # the words, then <eos>
         inputs = torch.cat([ids.new_full((batch, 1), BOS_ID), ids], dim=1)    # x^{t-1}: <bos>, w^1 .. w^T
         positions = torch.arange(width + 1, device=ids.device)
         targets = torch.cat([ids, ids.new_zeros((batch, 1))], dim=1)
-        targets = targets.masked_fill(positions == lengths.to(ids.device).unsqueeze(1), EOS_ID)
+        targets = targets.masked_fill(positions == lengths.to(ids.device, non_blocking=True).unsqueeze(1), EOS_ID)
         states = decoder(self.embedding(inputs), context, steps)
         logits = self.vocabulary_projection(states.data)
         packed_targets = _pack(targets, steps).data
-        return torch.nn.functional.cross_entropy(logits, packed_targets, reduction="sum")
+        return torch.nn.functional.cross_entropy(logits, packed_targets, reduction="sum", ignore_index=PAD_ID)
 
     def next_token_logits(self, decoder: ConditionalGRUDecoder, context: torch.Tensor, previous_ids: torch.Tensor,
                           state: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
