@@ -1,7 +1,8 @@
 """Settings of the skip-thought model (Kiros et al. 2015); defaults are the paper's.
 
-The optimiser fields are read by the trainer (the paper: Adam, mini-batches of 128, gradients clipped when
-their norm exceeds 10); the paper gives no learning rate, so Adam's own default is used.
+The paper's training settings (Adam, mini-batches of 128, gradient norm clipped at 10) belong to the trainer's
+settings; ``TRAINING_DEFAULTS`` states them in the trainer's keys so it can use them as this objective's
+defaults. The paper gives no learning rate: Adam's own default.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+# in the trainer's keys (TrainSettings); its optimiser is Adam
+TRAINING_DEFAULTS = {"batch_size": 128, "optimizer": {"lr": 1e-3, "grad_clip": 10.0}}
 
 
 class SkipThoughtConfig(BaseModel):
@@ -24,12 +29,6 @@ class SkipThoughtConfig(BaseModel):
     decoder_hidden_size: int | None = Field(
         None, gt=0, description="hidden size of each decoder GRU; default: hidden_size")
     max_generation_length: int = Field(30, gt=0, description="longest sentence the generator writes (words)")
-
-    # read by the trainer
-    optimizer: Literal["adam"] = "adam"
-    learning_rate: float = Field(1e-3, gt=0)
-    batch_size: int = Field(128, gt=0)
-    grad_clip_norm: float = Field(10.0, gt=0)
 
     @model_validator(mode="after")
     def _bi_splits_evenly(self) -> "SkipThoughtConfig":
