@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from skipview.models.registry import ObjectiveConfig
 
 
 # in the trainer's keys (TrainSettings); its optimiser is Adam
 TRAINING_DEFAULTS = {"batch_size": 128, "optimizer": {"lr": 1e-3, "grad_clip": 10.0}}
 
 
-class SkipThoughtConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class SkipThoughtConfig(ObjectiveConfig):
     encoder: Literal["uni", "bi"] = Field(
         "uni", description="uni-skip: one GRU of hidden_size; bi-skip: a forward and a backward GRU of "
                            "hidden_size/2 each, final states concatenated")
