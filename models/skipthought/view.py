@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from skipview.models.batching import Sentences
-from skipview.models.encoder import SentenceEncoder
+from skipview.models.encoder import PostProcessing, SentenceEncoder
 from skipview.models.skipthought.network import SentenceGRUEncoder
 from skipview.models.views import Mode, View, register_view
 from skipview.models.vocab import UNK_ID
@@ -49,15 +49,18 @@ class SkipThoughtView(View):
 
 
 def combine_skip(uni_skip: SentenceEncoder, bi_skip: SentenceEncoder) -> SentenceEncoder:
-    """One encoder with views "uni" and "bi" from a trained uni-skip and bi-skip model (same vocabulary)."""
-    views = {}
-    for expected, model in (("uni", uni_skip), ("bi", bi_skip)):
-        found = [v for v in model.views.values() if isinstance(v, SkipThoughtView)]
-        if len(found) != 1 or found[0].encoder_kind != expected:
-            raise ValueError(f"combine-skip needs a {expected}-skip model here, got views "
-                             f"{[(n, getattr(v, 'encoder_kind', v.kind)) for n, v in model.views.items()]}")
-        views[expected] = found[0]
+    """One encoder with the views "uni" and "bi" of a trained uni-skip and bi-skip model (same vocabulary and
+    tokeniser); their fitted post-processing components come along."""
+    views, components = {}, {}
+    for name, model in (("uni", uni_skip), ("bi", bi_skip)):
+        view = model.views[name] if name in model.views else None
+        if not isinstance(view, SkipThoughtView) or view.encoder_kind != name:
+            raise ValueError(f"combine-skip needs a {name}-skip model (a skip-thought view named {name!r}), "
+                             f"got views {model.view_names}")
+        views[name] = view
+        components.update({key: u for key, u in model.postprocessing.components.items() if key[0] == name})
     if uni_skip.vocab.words != bi_skip.vocab.words or uni_skip.tokenizer != bi_skip.tokenizer:
         raise ValueError("combine-skip needs two models trained on the same vocabulary and tokeniser")
     return SentenceEncoder(views, uni_skip.vocab, uni_skip.tokenizer, max_len=uni_skip.max_len,
+                           postprocessing=PostProcessing(components),
                            metadata={"objective": "skipthought", "combine_skip": True})
