@@ -90,9 +90,10 @@ def test_next_sentence_perplexity_falls_far_below_start_and_unigram(tmp_path):
     shuffled = next_sentence_perplexity(objective, corpus, contexts="shuffled")
     print(f"perplexity: start {start:.2f}, unigram {unigram:.2f}, after 300 steps {end:.2f}, "
           f"with shuffled sentence vectors {shuffled:.2f}")
-    # measured here: start 33.0 (about the vocabulary size), unigram 24.4, end 1.6, shuffled 8.6
+    # measured here (init seeds 0-3): start 33.0 (about the vocabulary size), unigram 24.4, end 1.6-1.7,
+    # shuffled 6.0-8.6
     assert start > 0.8 * unigram                 # an untrained model is no better than frequencies
     assert end < 0.1 * start
     assert end < 0.15 * unigram
-    assert shuffled > 3 * end                    # the decoder reads the encoded sentence
+    assert shuffled > 2.5 * end                  # the decoder reads the encoded sentence (seeds 0-3: 3.5x-5.4x)
     assert torch.isfinite(out.loss) and set(out.metrics) >= {"perplexity_next", "perplexity_previous", "loss"}
