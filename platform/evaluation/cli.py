@@ -97,7 +97,7 @@ def evaluate(
         proto = Protocol(proto.name, proto.kfold, proto.seed, device)
     names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     try:
-        result = run(encoder, names, senteval_dir, proto)
+        result = run(encoder, names, senteval_dir, proto, progress=True)
     except (FileNotFoundError, KeyError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
     result["encoder"] = _encoder_name(model, baseline)
