@@ -71,3 +71,25 @@ def test_tsne_writes_png(tmp_path, tiny_wordvecs):
                                  "--senteval-dir", str(data), "--output", str(png)])
     assert result.exit_code == 0, result.output
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_a_saved_model_directory(tmp_path, tiny_wordvecs):
+    """--model DIR goes through SentenceEncoder.load (an untrained tiny 'gen' model: the wiring, not the quality)."""
+    import torch
+
+    from skipview.models import registry
+    from skipview.platform.evaluation.baselines import WordVectors
+
+    words = WordVectors.load(tiny_wordvecs)
+    torch.manual_seed(0)
+    objective = registry.build_objective("gen", {"hidden_size": 4}, vocab=words.vocab, word_vectors=words.vectors)
+    model = objective.sentence_encoder(words.tokenizer, words.vocab)
+    model.fit_postprocessing(["the cat sat", "the dog ran", "a cat ran", "the dog", "do n't"])
+    model_dir = model.save(tmp_path / "model")
+    data = _mini_senteval(tmp_path / "senteval")
+    out = tmp_path / "metrics.json"
+    result = runner.invoke(app, ["evaluate", "--model", str(model_dir), "--senteval-dir", str(data),
+                                 "--tasks", "sts14,mpqa", "--protocol", "fast", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["encoder"] == str(model_dir) and np.isfinite(report["metrics"]["sts14.pearson.mean"])
