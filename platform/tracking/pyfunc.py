@@ -77,25 +77,15 @@ def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: 
     return info.model_uri
 
 
-def resolve_encoder_dir(path_or_uri: str | Path) -> Path:
-    """A local model directory for a path, a logged MLflow model directory, or an MLflow model URI
-    (``runs:/<id>/encoder``, ``models:/<name>/<version>``, ``mlflow-artifacts:/...``)."""
-    text = str(path_or_uri)
-    if text.startswith(MLFLOW_SCHEMES):
-        import mlflow
-
-        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=text))
-    else:
-        local = Path(text)
-    if (local / "MLmodel").is_file():
-        local = local / "artifacts" / ENCODER_ARTIFACT
-    if not local.exists():
-        raise FileNotFoundError(f"{path_or_uri}: no model directory there")
-    return local
-
-
 def load_encoder(path_or_uri: str | Path):
-    """``SentenceEncoder.load`` that also accepts MLflow model URIs (models/ must not import mlflow)."""
+    """``SentenceEncoder.load`` that also accepts MLflow model URIs (``runs:/<id>/encoder``,
+    ``models:/<name>/<version>``, ``mlflow-artifacts:/...``) and logged model directories; models/ must not
+    import mlflow, so the resolution lives here."""
     from skipview.models.encoder import SentenceEncoder
 
-    return SentenceEncoder.load(resolve_encoder_dir(path_or_uri))
+    text = str(path_or_uri)
+    if text.startswith(MLFLOW_SCHEMES) or (Path(text) / "MLmodel").is_file():
+        import mlflow
+
+        return mlflow.pyfunc.load_model(text).unwrap_python_model().encoder
+    return SentenceEncoder.load(text)

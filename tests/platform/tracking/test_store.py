@@ -28,6 +28,7 @@ def test_open_run_continues_the_run_of_a_key(tmp_path):
     assert other != first
     run = client.get_run(first)
     assert run.data.params == {"opt.lr": "1"} and run.data.tags["seed"] == "0"
+    assert client.get_experiment_by_name("study").artifact_location == (tmp_path / "mlartifacts" / "study").as_uri()
     store.log_metrics(client, first, {"loss": 2.0}, step=3)
     assert [(m.step, m.value) for m in client.get_metric_history(first, "loss")] == [(3, 2.0)]
 
