@@ -10,6 +10,7 @@ import typer
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.training import cli as training_cli
+from skipview.platform.training import evaluate as evaluate_cli
 
 app = typer.Typer(
     name="skipview",
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 app.add_typer(data_cli.app, name="data")
 app.command("train")(training_cli.train)
+app.command("evaluate")(evaluate_cli.evaluate)
 app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     cluster_cli.submit)
 

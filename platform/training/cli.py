@@ -12,7 +12,7 @@ def train(
     objective: str = typer.Option(..., help="disc | gen | skipthought (or module:factory)"),
     corpus: Path = typer.Option(..., exists=True, file_okay=False, help="prepared corpus directory"),
     wordvecs: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="word-vector directory"),
-    config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="YAML file of training settings"),
+    config: Optional[str] = typer.Option(None, help="YAML settings: FILE, or FILE:section (params.yaml:train.settings)"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: key=value (dotted keys, YAML values)"),
     workers: int = typer.Option(1, min=1, help="Ray Train workers (DDP ranks)"),
     cpus_per_worker: float = typer.Option(1, help="CPUs reserved per worker (also its torch threads)"),
@@ -37,8 +37,10 @@ def train(
     from skipview.platform.training.config import RunSettings, load_settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    base = {"objective": objective, "corpus": str(corpus), "wordvecs": str(wordvecs) if wordvecs else None,
-            "senteval_dir": str(senteval_dir) if senteval_dir else None}
+    # absolute paths: Ray workers run in their own working directories
+    base = {"objective": objective, "corpus": str(corpus.resolve()),
+            "wordvecs": str(wordvecs.resolve()) if wordvecs else None,
+            "senteval_dir": str(senteval_dir.resolve()) if senteval_dir else None}
     try:
         settings = load_settings(config, base, set_)
     except ValueError as error:

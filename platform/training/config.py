@@ -87,13 +87,24 @@ def parse_overrides(pairs: list[str]) -> list[tuple[str, Any]]:
     return parsed
 
 
+def read_config(reference: str | Path) -> dict[str, Any]:
+    """``FILE`` or ``FILE:dotted.section`` (e.g. ``params.yaml:train.settings``, so DVC's params.yaml is the one
+    source of truth without a copy of its settings)."""
+    path, _, section = str(reference).partition(":")
+    if not Path(path).is_file():
+        raise ValueError(f"--config {reference}: no file {path}")
+    node: Any = yaml.safe_load(Path(path).read_text()) or {}
+    for key in section.split(".") if section else []:
+        if not isinstance(node, dict) or key not in node:
+            raise ValueError(f"--config {reference}: {path} has no section {section!r} (missing {key!r})")
+        node = node[key]
+    if not isinstance(node, dict):
+        raise ValueError(f"--config {reference}: expected a mapping of settings")
+    return dict(node)
+
+
 def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str]) -> TrainSettings:
-    tree: dict[str, Any] = {}
-    if config_file is not None:
-        loaded = yaml.safe_load(Path(config_file).read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{config_file}: expected a mapping of settings at the top level")
-        tree.update(loaded)
+    tree: dict[str, Any] = read_config(config_file) if config_file is not None else {}
     tree.update({k: v for k, v in base.items() if v is not None})
     for key, value in parse_overrides(overrides):
         set_dotted(tree, key, value)

@@ -20,6 +20,14 @@ def test_config_file_then_options_then_set(tmp_path):
     assert settings.objective_settings == {"hidden": 64, "invertible": False}
 
 
+def test_config_section_of_a_params_file(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("data_root: x\ntrain:\n  settings:\n    max_steps: 9\n")
+    assert load_settings(f"{params}:train.settings", BASE, []).max_steps == 9
+    with pytest.raises(ValueError, match="no section 'train.other'"):
+        load_settings(f"{params}:train.other", BASE, [])
+
+
 def test_unknown_and_bad_keys_are_named(tmp_path):
     with pytest.raises(ValidationError, match="optimizer.lrr"):
         load_settings(None, BASE, ["optimizer.lrr=1"])
