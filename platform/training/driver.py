@@ -51,10 +51,20 @@ def latest_run_name(storage: str, prefix: str) -> str | None:
     return max(runs, key=lambda p: p.stat().st_mtime).name if runs else None
 
 
+def objective_config(settings: TrainSettings) -> dict[str, Any]:
+    """The objective's settings with its defaults filled in (validated on the driver: a bad key fails here, before
+    any worker starts). A ``module:factory`` objective has no registered config: its settings as given."""
+    if ":" in settings.objective:
+        return dict(settings.objective_settings)
+    from skipview.models.registry import parse_config
+
+    return parse_config(settings.objective, settings.objective_settings).model_dump(mode="json")
+
+
 def tags_for(settings: TrainSettings) -> dict[str, str]:
     from skipview.platform.tracking.lineage import lineage_tags
 
-    objective = settings.objective_settings
+    objective = objective_config(settings)
     tags = {"objective": settings.objective, "seed": str(settings.seed), **lineage_tags(settings.corpus,
                                                                                            settings.wordvecs)}
     for key in ("views", "invertible"):
@@ -66,7 +76,8 @@ def tags_for(settings: TrainSettings) -> dict[str, str]:
 def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:
     return {"settings": settings.model_dump(mode="json"), "run_name": run.name, "run_key": run_key(run),
             "experiment": run.experiment, "tracking_uri": tracking_uri, "cpus_per_worker": run.cpus_per_worker,
-            "params": settings.model_dump(mode="json"), "tags": tags_for(settings)}
+            "params": {**settings.model_dump(mode="json"), "objective_settings": objective_config(settings)},
+            "tags": tags_for(settings)}
 
 
 def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: str, callbacks: list | None = None):
