@@ -75,7 +75,7 @@ def test_worker_failure_resumes_to_identical_parameters(reference, tiny_data, tm
     ref_run, ref = reference
     marker = tmp_path / "failed-once"
     # forward call 7 is step 7: after the checkpoint at step 4, so steps 5-6 are redone after the restart
-    settings = settings_for(tiny_data, fail_at_call=7, fail_rank=1, failure=failure, marker=str(marker))
+    settings = settings_for(tiny_data, fail_at_call=7, fail_rank=1, failure=failure, marker=str(marker), delay_s=8)
     run = run_for(tmp_path, f"fault-{failure}")
     outcome = driver.train(settings, run)
     assert marker.exists(), "the failure was not injected"
@@ -88,7 +88,10 @@ def test_worker_failure_resumes_to_identical_parameters(reference, tiny_data, tm
     runs = client.search_runs([client.get_experiment_by_name(run.experiment).experiment_id],
                               filter_string=f"tags.`{store.RUN_KEY_TAG}` = '{driver.run_key(run)}'")
     assert len(runs) == 1, "the restarted workers opened a duplicate MLflow run"
-    assert sorted(set(step_history(run, outcome.mlflow_run_id))) == list(range(1, STEPS + 1))
+    steps = step_history(run, outcome.mlflow_run_id)
+    assert sorted(set(steps)) == list(range(1, STEPS + 1))
+    # resumed from the checkpoint at step 4: steps 1-4 logged once, 5-6 (lost with the worker) redone
+    assert [steps.count(s) for s in range(1, 8)] == [1, 1, 1, 1, 2, 2, 1]
 
 
 def test_nan_on_one_rank_stops_the_run_and_keeps_the_last_good_checkpoint(ray_session, tiny_data, tmp_path):

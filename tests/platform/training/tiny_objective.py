@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import torch
@@ -43,6 +44,9 @@ class TinyObjective(Objective):
             marker = Path(s["marker"])
             if not marker.exists():                 # fail once: the restarted worker must get through
                 marker.write_text(str(os.getpid()))
+                # Ray registers a reported checkpoint at its next poll of the workers (every ~2 s): wait, so the
+                # restart has the last checkpoint to resume from rather than starting again from step 0
+                time.sleep(float(s.get("delay_s", 0)))
                 if s.get("failure") == "sigkill":
                     os.kill(os.getpid(), signal.SIGKILL)
                 raise RuntimeError(f"injected failure at forward call {self.calls}")
