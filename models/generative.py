@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from skipview.models.batching import PairBatch
+from skipview.models.batching import PairBatch, Sentences
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
 from skipview.models.registry import ObjectiveConfig, register_objective
@@ -36,12 +36,12 @@ class GenerativeConfig(ObjectiveConfig):
 
 
 def noise_distribution(counts: np.ndarray, has_vector: np.ndarray, power: float) -> torch.Tensor:
-    """unigram ** power over the words that can be negatives (real words with a word vector), normalised."""
+    """unigram ** power over the words that can be negatives (real words with a word vector), normalised (float64)."""
     weights = np.asarray(counts, dtype=np.float64) ** power * np.asarray(has_vector, dtype=bool)
     weights[: len(SPECIALS)] = 0.0
     if weights.sum() <= 0:
         raise ValueError("no word has both a positive count and a word vector: cannot draw negative samples")
-    return torch.from_numpy(weights / weights.sum()).to(torch.float32)
+    return torch.from_numpy(weights / weights.sum())
 
 
 def invertibility_update(decoder: torch.Tensor, beta: float) -> None:
@@ -64,26 +64,42 @@ class GenerativeObjective(Objective):
         # constant buffers (rebuilt from vocab + vectors.npy, so not in checkpoints)
         self.register_buffer("word_vectors", vectors, persistent=False)
         self.register_buffer("has_vector", has_vector, persistent=False)
-        self.register_buffer("noise", noise_distribution(vocab.counts, has_vector.numpy(), config.noise_power),
-                             persistent=False)
+        # inverse-CDF sampling (searchsorted on uniform draws): unlike torch.multinomial it never validates its
+        # input on the host, so drawing negatives cannot force a GPU sync; float64 keeps rare words' mass exact
+        noise = noise_distribution(vocab.counts, has_vector.numpy(), config.noise_power)
+        self.register_buffer("noise_cdf", torch.cumsum(noise.to(torch.float64), 0), persistent=False)
         dim = vectors.shape[1]
         self.f = BiGRUView(dim, config.hidden_size)
         self.decoder = torch.nn.Parameter(he_normal_(torch.empty(dim, 2 * config.hidden_size)))
 
     def forward(self, batch: PairBatch) -> ObjectiveOutput:
-        sentences, targets = batch.sentences, batch.next
+        sentences = batch.sentences
         z = self.f.represent(embed(sentences, self.word_vectors), sentences)          # (B, 2h)
-        x = (z @ self.decoder.T).float()                                             # (B, dim)
+        # the decoder and the scores run in float32 under autocast: U is the matrix the invertibility update keeps
+        # near-orthonormal, and the (B x T x K) dot products are cheap
+        with torch.autocast(z.device.type, enabled=False):
+            loss = self.negative_sampling_loss(z.float() @ self.decoder.T, batch.next)
+        return ObjectiveOutput(loss, {"loss": loss.detach(), "invertibility_error": self.invertibility_error()})
+
+    def negative_sampling_loss(self, x: torch.Tensor, targets: Sentences) -> torch.Tensor:
+        """-mean over target words w of [log sigma(x . v_w) + sum_k log sigma(-x . v_wk)]; x is (B, word dim).
+        Negatives come from ``sample_negatives`` (no host sync)."""
         batch_size, length = targets.ids.shape
+        negatives = self.config.negatives
         # a word with no vector (zero) carries no signal: log sigma(0) whatever x is; leave it out of the average
         weight = (targets.mask() & self.has_vector[targets.ids]).to(x.dtype)
-        positive = torch.einsum("bd,btd->bt", x, embed(targets, self.word_vectors))
-        negative_ids = torch.multinomial(self.noise, batch_size * length * self.config.negatives, replacement=True)
-        negative_vectors = self.word_vectors[negative_ids].view(batch_size, length * self.config.negatives, -1)
-        negative = torch.bmm(negative_vectors, x[:, :, None]).view(batch_size, length, self.config.negatives)
+        positive = torch.einsum("bd,btd->bt", x, embed(targets, self.word_vectors).to(x.dtype))
+        negative_ids = self.sample_negatives(batch_size * length * negatives)
+        negative_vectors = self.word_vectors[negative_ids].view(batch_size, length * negatives, -1).to(x.dtype)
+        negative = torch.bmm(negative_vectors, x[:, :, None]).view(batch_size, length, negatives)
         log_likelihood = torch.nn.functional.logsigmoid(positive) + torch.nn.functional.logsigmoid(-negative).sum(-1)
-        loss = -(log_likelihood * weight).sum() / weight.sum().clamp_min(1)
-        return ObjectiveOutput(loss, {"loss": loss.detach(), "invertibility_error": self.invertibility_error()})
+        return -(log_likelihood * weight).sum() / weight.sum().clamp_min(1)
+
+    def sample_negatives(self, count: int) -> torch.Tensor:
+        """``count`` word ids drawn independently from unigram ** noise_power (global torch RNG, on device)."""
+        uniform = torch.rand(count, dtype=torch.float64, device=self.noise_cdf.device) * self.noise_cdf[-1]
+        # right=True: a word with zero mass has the same cdf as its predecessor and can never be returned
+        return torch.searchsorted(self.noise_cdf, uniform, right=True).clamp_max(len(self.noise_cdf) - 1)
 
     @torch.no_grad()
     def invertibility_error(self) -> torch.Tensor:
