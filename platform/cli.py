@@ -9,8 +9,8 @@ import typer
 
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
+from skipview.platform.evaluation import cli as evaluation_cli
 from skipview.platform.training import cli as training_cli
-from skipview.platform.training import evaluate as evaluate_cli
 
 app = typer.Typer(
     name="skipview",
@@ -20,8 +20,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(data_cli.app, name="data")
+evaluation_cli.register(app)
 app.command("train")(training_cli.train)
-app.command("evaluate")(evaluate_cli.evaluate)
 app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     cluster_cli.submit)
 

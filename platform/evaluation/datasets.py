@@ -27,13 +27,15 @@ STS_SUBSETS = {
 }
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 SICK_ENTAILMENT = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
-# positive file, negative file for the single-sentence binary tasks (SentEval's BinaryClassifierEval)
+# label-1 file, label-0 file for the single-sentence binary tasks (SentEval's BinaryClassifierEval)
 BINARY_FILES = {
     "mr": ("MR/rt-polarity.pos", "MR/rt-polarity.neg"),
     "cr": ("CR/custrev.pos", "CR/custrev.neg"),
     "subj": ("SUBJ/subj.objective", "SUBJ/subj.subjective"),
     "mpqa": ("MPQA/mpqa.pos", "MPQA/mpqa.neg"),
 }
+BINARY_CLASSES = {"mr": ("negative", "positive"), "cr": ("negative", "positive"),
+                  "subj": ("subjective", "objective"), "mpqa": ("negative", "positive")}
 
 
 class TaskDataError(FileNotFoundError):
@@ -211,11 +213,12 @@ def load_trec(task: str, root: Path) -> TaskData:
 
 
 def load_binary(task: str, root: Path) -> TaskData:
-    """MR, CR, SUBJ, MPQA: one sentence per line in a positive and a negative file (Latin-1, as SentEval reads
-    them); empty lines are kept, as in SentEval's counts (CR has four)."""
+    """MR, CR, SUBJ, MPQA: one sentence per line in a label-1 and a label-0 file (Latin-1, as SentEval reads
+    them; SUBJ's objective file is label 1 as in SentEval); empty lines are kept, as in SentEval's counts (CR
+    has four)."""
     positive, negative = (_lines(task, root / f, encoding="latin-1") for f in BINARY_FILES[task])
     y = np.r_[np.ones(len(positive), dtype=np.int64), np.zeros(len(negative), dtype=np.int64)]
-    return TaskData({"all": Sentences(positive + negative, y)}, ("negative", "positive"))
+    return TaskData({"all": Sentences(positive + negative, y)}, BINARY_CLASSES[task])
 
 
 def load_sst2(task: str, root: Path) -> TaskData:

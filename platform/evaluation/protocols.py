@@ -21,7 +21,7 @@ from skipview.platform.evaluation.classifier import C_GRID, LogisticModels, Prec
 
 @dataclass
 class Features:
-    """A feature matrix on the compute device, with labels and the fitted preconditioner shared by every fit."""
+    """A feature matrix on the compute device with its class ids."""
 
     x: torch.Tensor
     y: torch.Tensor

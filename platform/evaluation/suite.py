@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 from sklearn.metrics import f1_score
+from tqdm import tqdm
 
 from skipview.platform.evaluation import protocols, sts
-from skipview.platform.evaluation.datasets import BINARY_FILES, STS_SUBSETS, TaskData, load_task
+from skipview.platform.evaluation.datasets import BINARY_FILES, STS_SUBSETS, Pairs, TaskData, load_task
 from skipview.platform.evaluation.encoding import Encoder, encode_many
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 def _features(encoder: Encoder, data: TaskData, splits: list[str]) -> list[np.ndarray]:
     """Supervised-mode features of every split, all encoded in one call (pairs get ``pair_features``)."""
     parts = [data.splits[s] for s in splits]
-    if hasattr(parts[0], "a"):
+    if isinstance(parts[0], Pairs):
         vectors = encode_many(encoder, [g for p in parts for g in (p.a, p.b)], mode="supervised")
         return [pair_features(vectors[2 * i], vectors[2 * i + 1]) for i in range(len(parts))]
     return encode_many(encoder, [p.text for p in parts], mode="supervised")
@@ -137,11 +138,13 @@ def resolve_tasks(tasks: list[str] | None) -> list[str]:
 
 
 def run_tasks(encoder: Encoder, tasks: list[str] | None = None, senteval_dir: str | os.PathLike | None = None,
-              protocol: str | Protocol = "full") -> dict[str, float]:
+              protocol: str | Protocol = "full", progress: bool = False) -> dict[str, float]:
     """Run ``tasks`` (all when None) and return one flat dict ``{"task.part.metric": value}``."""
     proto = PROTOCOLS[protocol] if isinstance(protocol, str) else protocol
     metrics: dict[str, float] = {}
-    for task in resolve_tasks(tasks):
+    bar = tqdm(resolve_tasks(tasks), desc="evaluate", unit="task", disable=not progress)
+    for task in bar:
+        bar.set_postfix_str(task)
         start = time.perf_counter()
         data = load_task(task, senteval_dir)
         metrics.update(TASKS[task](task, data, encoder, proto))
@@ -150,12 +153,12 @@ def run_tasks(encoder: Encoder, tasks: list[str] | None = None, senteval_dir: st
 
 
 def evaluate(encoder: Encoder, tasks: list[str] | None = None, senteval_dir: str | os.PathLike | None = None,
-             protocol: str | Protocol = "full") -> dict:
+             protocol: str | Protocol = "full", progress: bool = False) -> dict:
     """``run_tasks`` plus the record of how the numbers were made, for the metrics JSON."""
     proto = PROTOCOLS[protocol] if isinstance(protocol, str) else protocol
     names = resolve_tasks(tasks)
     start = time.perf_counter()
-    metrics = run_tasks(encoder, names, senteval_dir, proto)
+    metrics = run_tasks(encoder, names, senteval_dir, proto, progress)
     return {
         "metrics": metrics,
         "protocol": asdict(proto),

@@ -87,7 +87,6 @@ def test_dvc_repro_from_raw_corpus_to_evaluation_metrics(repo):
         assert trained["metrics"]["step"] == 6
         evaluated = json.loads((repo / "metrics" / "eval" / f"{objective}-gutenberg_novels.json").read_text())
         assert -100 <= evaluated["metrics"]["sts14.pearson.mean"] <= 100
-        assert evaluated["mlflow_run_id"] == trained["mlflow_run_id"]
     # lineage: the MLflow run names the DVC hash of the prepared corpus it was trained on
     lock = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
     prepared_md5 = next(o["md5"] for o in lock["prepare@gutenberg_novels"]["outs"])

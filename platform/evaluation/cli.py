@@ -1,0 +1,224 @@
+"""``skipview evaluate``, ``skipview neighbours``, ``skipview tsne``, ``skipview rank-images``.
+
+Every command takes an encoder: ``--model DIR`` (a trained model directory, ``SentenceEncoder.load``) or
+``--baseline avg|wr --wordvecs DIR`` (fastText average, with top-PC removal for ``wr``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
+BaselineOpt = Annotated[Optional[str], typer.Option(
+    "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average) or 'wr' (average "
+                       "with the top principal component removed).")]
+WordvecsOpt = Annotated[Optional[Path], typer.Option(
+    "--wordvecs", help="`skipview data wordvecs` directory (vectors.npy, vocab.tsv, meta.json) for --baseline.")]
+PcCorpusOpt = Annotated[Optional[Path], typer.Option(
+    "--pc-corpus", help="For --baseline wr: fit the component once on a sample of this prepared corpus; "
+                        "default: fit it on each task's sentences (as the modified SentEval did).")]
+SentevalOpt = Annotated[Optional[Path], typer.Option(
+    "--senteval-dir", envvar="SKIPVIEW_SENTEVAL_DIR",
+    help="SentEval's data/downstream folder (holds STS/, SICK/, MR/, ...).")]
+
+
+def build_encoder(model: Path | None, baseline: str | None, wordvecs: Path | None, pc_corpus: Path | None = None,
+                  pc_sample: int = 100_000, device: str | None = None):
+    """The encoder the options describe; a clear error when they do not describe exactly one."""
+    if (model is None) == (baseline is None):
+        raise typer.BadParameter("give exactly one of --model DIR or --baseline avg|wr (with --wordvecs DIR)")
+    if model is not None:
+        import torch
+
+        from skipview.models.encoder import SentenceEncoder  # heavy; only when a model is evaluated
+        return SentenceEncoder.load(model, device=device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if baseline not in ("avg", "wr"):
+        raise typer.BadParameter(f"--baseline must be 'avg' or 'wr', got {baseline!r}")
+    if wordvecs is None:
+        raise typer.BadParameter("--baseline needs --wordvecs DIR (a `skipview data wordvecs` directory)")
+    from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
+
+    encoder = AverageEncoder(WordVectors.load(wordvecs), remove_top_pc=baseline == "wr")
+    if baseline == "wr" and pc_corpus is not None:
+        from skipview.models.corpus import PreparedCorpus
+        from skipview.platform.evaluation.neighbours import sample_corpus_sentences
+
+        encoder.fit_component(sample_corpus_sentences(PreparedCorpus(pc_corpus), pc_sample))
+    return encoder
+
+
+def _encoder_name(model: Path | None, baseline: str | None) -> str:
+    return str(model) if model is not None else f"fasttext-{baseline}"
+
+
+class ProtocolName(str, Enum):
+    full = "full"
+    fast = "fast"
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    """Write aside, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, path)
+
+
+def evaluate(
+    model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None, pc_corpus: PcCorpusOpt = None,
+    senteval_dir: SentevalOpt = None,
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated tasks (default: all). Known: sts12..sts16, "
+                                                      "stsb, stsb_unsup, sickr, sickr_unsup, sicke, mrpc, trec, "
+                                                      "mr, cr, subj, mpqa, sst2.")] = None,
+    protocol: Annotated[ProtocolName, typer.Option(help="full: SentEval's 10 folds; fast: 5 folds (tuning).")]
+    = ProtocolName.full,
+    output: Annotated[Optional[Path], typer.Option(help="Write all metrics, the protocol and each task's "
+                                                        "aggregation to this JSON file.")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda when available).")] = None,
+) -> None:
+    """Run the SentEval-compatible suite on an encoder; print a table and optionally write the metrics JSON."""
+    from rich.console import Console
+
+    from skipview.platform.evaluation.report import metrics_table
+    from skipview.platform.evaluation.suite import PROTOCOLS, Protocol
+    from skipview.platform.evaluation.suite import evaluate as run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    encoder = build_encoder(model, baseline, wordvecs, pc_corpus, device=device)
+    proto = PROTOCOLS[protocol.value]
+    if device:
+        proto = Protocol(proto.name, proto.kfold, proto.seed, device)
+    names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    try:
+        result = run(encoder, names, senteval_dir, proto, progress=True)
+    except (FileNotFoundError, KeyError, ValueError) as error:
+        raise typer.BadParameter(str(error)) from error
+    result["encoder"] = _encoder_name(model, baseline)
+    if baseline == "wr":
+        result["pc_source"] = encoder.pc_source
+    Console().print(metrics_table({result["encoder"]: result["metrics"]}))
+    if output is not None:
+        _write_json(output, result)
+        typer.echo(f"metrics written to {output}")
+
+
+neighbours_app = typer.Typer(help="Nearest neighbours by cosine: corpus sentences (skip-thought Table 2) or words "
+                                  "(Table 3).", no_args_is_help=True)
+
+
+@neighbours_app.command("sentences")
+def neighbours_sentences(
+    queries: Annotated[list[str], typer.Argument(help="Query sentences.")],
+    corpus: Annotated[Path, typer.Option(help="Prepared corpus directory to sample candidate sentences from.")],
+    model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None,
+    sample: Annotated[int, typer.Option(help="Corpus sentences to search (paper: 500,000).")] = 50_000,
+    k: Annotated[int, typer.Option(help="Neighbours per query.")] = 1,
+    seed: int = 0,
+) -> None:
+    """Nearest corpus sentences to each query by cosine of unsupervised vectors."""
+    from skipview.models.corpus import PreparedCorpus
+    from skipview.platform.evaluation.neighbours import sample_corpus_sentences, sentence_neighbours
+
+    encoder = build_encoder(model, baseline, wordvecs)
+    sentences = sample_corpus_sentences(PreparedCorpus(corpus), sample, seed)
+    for query, found in zip(queries, sentence_neighbours(encoder, queries, sentences, k)):
+        typer.echo(f"query: {query}")
+        for sentence, score in found:
+            typer.echo(f"  {score:.3f}  {sentence}")
+
+
+@neighbours_app.command("words")
+def neighbours_words(
+    queries: Annotated[list[str], typer.Argument(help="Query words.")],
+    wordvecs: Annotated[Optional[Path], typer.Option(help="Word-vector directory (vectors.npy + vocab.tsv).")] = None,
+    matrix: Annotated[Optional[Path], typer.Option(help="Any word matrix (.npy), e.g. an encoder's embedding table "
+                                                        "after vocabulary expansion; rows follow --vocab.")] = None,
+    vocab: Annotated[Optional[Path], typer.Option(help="vocab.tsv for --matrix.")] = None,
+    k: Annotated[int, typer.Option(help="Neighbours per query.")] = 5,
+) -> None:
+    """Nearest words to each query word by cosine over a word matrix."""
+    import numpy as np
+
+    from skipview.models.vocab import Vocab
+    from skipview.platform.evaluation.neighbours import word_neighbours
+
+    if wordvecs is not None:
+        matrix, vocab = wordvecs / "vectors.npy", wordvecs / "vocab.tsv"
+    if matrix is None or vocab is None:
+        raise typer.BadParameter("give --wordvecs DIR, or --matrix FILE.npy with --vocab vocab.tsv")
+    try:
+        found = word_neighbours(Vocab.load(vocab).words, np.load(matrix, mmap_mode="r"), queries, k)
+    except KeyError as error:
+        raise typer.BadParameter(str(error)) from error
+    for query, words in found.items():
+        typer.echo(f"{query}: " + ", ".join(f"{w} ({s:.2f})" for w, s in words))
+
+
+def tsne(
+    task: Annotated[str, typer.Argument(help="Task whose sentences are plotted, e.g. trec, subj, sickr.")],
+    output: Annotated[Path, typer.Option(help="PNG file to write.")],
+    model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None,
+    senteval_dir: SentevalOpt = None,
+    split: Annotated[Optional[str], typer.Option(help="Split to plot (default: train, or the task's only split).")]
+    = None,
+    limit: Annotated[int, typer.Option(help="Examples to plot (t-SNE is quadratic-ish).")] = 3000,
+    seed: int = 0,
+) -> None:
+    """t-SNE of a task's sentence vectors coloured by label (pairs: [|u-v|, u*v], coloured by score)."""
+    from skipview.platform.evaluation.datasets import load_task
+    from skipview.platform.evaluation.tsne import plot_tsne, task_points
+
+    encoder = build_encoder(model, baseline, wordvecs)
+    data = load_task(task, senteval_dir)
+    chosen = split or ("train" if "train" in data.splits else next(iter(data.splits)))
+    vectors, labels = task_points(data, encoder, chosen, limit, seed)
+    path = plot_tsne(vectors, labels, output, f"{task} ({chosen}), {_encoder_name(model, baseline)}",
+                     data.classes, seed)
+    typer.echo(f"t-SNE plot written to {path}")
+
+
+def rank_images(
+    train_images: Annotated[Path, typer.Option(help="Image features of the training images (.npy, one row each).")],
+    train_captions: Annotated[Path, typer.Option(help="Lines 'image_row<TAB>caption' for the training images.")],
+    dev_images: Annotated[Path, typer.Option()], dev_captions: Annotated[Path, typer.Option()],
+    test_images: Annotated[Path, typer.Option()], test_captions: Annotated[Path, typer.Option()],
+    model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None,
+    dim: Annotated[int, typer.Option(help="Joint embedding size (paper: 1000).")] = 1000,
+    margin: Annotated[float, typer.Option(help="Ranking margin alpha (paper: 0.2).")] = 0.2,
+    contrastive: Annotated[int, typer.Option(help="Contrastive terms k per example (paper: 50).")] = 50,
+    epochs: Annotated[int, typer.Option(help="Training epochs (paper: 15; best dev epoch kept).")] = 15,
+    output: Annotated[Optional[Path], typer.Option(help="Write the metrics JSON here.")] = None,
+) -> None:
+    """Image-sentence ranking (skip-thought section 3.4): R@1/5/10 and median rank both ways."""
+    import numpy as np
+
+    from skipview.platform.evaluation.ranking import RankingSplit, read_captions, train_ranking
+
+    encoder = build_encoder(model, baseline, wordvecs)
+
+    def split(images: Path, captions: Path) -> RankingSplit:
+        texts, owners = read_captions(str(captions))
+        return RankingSplit(np.load(images), encoder.encode(texts, mode="unsupervised"), owners)
+
+    metrics = train_ranking(split(train_images, train_captions), split(dev_images, dev_captions),
+                            split(test_images, test_captions), dim=dim, margin=margin, contrastive=contrastive,
+                            epochs=epochs)
+    for key, value in sorted(metrics.items()):
+        typer.echo(f"{key:28s} {value:8.2f}")
+    if output is not None:
+        _write_json(output, {"metrics": metrics, "encoder": _encoder_name(model, baseline)})
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to the ``skipview`` app."""
+    app.command("evaluate")(evaluate)
+    app.add_typer(neighbours_app, name="neighbours")
+    app.command("tsne")(tsne)
+    app.command("rank-images")(rank_images)
