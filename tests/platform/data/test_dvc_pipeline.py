@@ -7,6 +7,7 @@ source served from 127.0.0.1 feeds the same pipeline (and identical data does no
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -66,8 +67,10 @@ def dvc_repo(tmp_path: Path, make_books, make_jsonl) -> tuple[Path, dict]:
 
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["data_root"] = str(data_root)
+    # YAML aliases load as shared objects: copy each corpus so that editing one cannot edit another
+    params["corpora"] = {name: copy.deepcopy(corpus) for name, corpus in params["corpora"].items()}
     for corpus in params["corpora"].values():
-        corpus["wordvecs"] = {**corpus["wordvecs"], "dim": 8, "epochs": 1, "buckets": 1000, "threads": 1}
+        corpus["wordvecs"].update(dim=8, epochs=1, buckets=1000, threads=1)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     # `skipview` as the stages call it, whether or not the package is pip-installed in this interpreter.
