@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import typer
 
+from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.evaluation import cli as evaluation_cli
+from skipview.platform.training import cli as training_cli
 
 app = typer.Typer(
     name="skipview",
@@ -19,6 +21,9 @@ app = typer.Typer(
 )
 app.add_typer(data_cli.app, name="data")
 evaluation_cli.register(app)
+app.command("train")(training_cli.train)
+app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    cluster_cli.submit)
 
 
 def main() -> None:

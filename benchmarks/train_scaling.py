@@ -1,0 +1,72 @@
+"""Training throughput (sentences/s, tokens/s over all ranks) with 1 and 2 Ray Train workers.
+
+    PYTHONPATH=.dev python benchmarks/train_scaling.py --corpus /work/artifacts/gutenberg/prepared \
+        --wordvecs /work/artifacts/gutenberg/wordvecs --objective disc --workers 1 2
+
+Each configuration is a real `skipview train` run (local Ray, CPU, gloo) of --steps steps; throughput is the
+median of the per-step values the trainer logs to MLflow, skipping the first --warmup steps. Writes
+benchmarks/results/train_scaling.json. On a shared machine the numbers move with the load: the JSON records
+the load average before and after each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--wordvecs", required=True)
+    parser.add_argument("--objective", default="disc")
+    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=64, help="per worker")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--output", default="benchmarks/results/train_scaling.json")
+    args = parser.parse_args()
+
+    import ray
+
+    from skipview.platform.tracking import store
+    from skipview.platform.training import driver
+    from skipview.platform.training.config import RunSettings, TrainSettings
+
+    results = []
+    with tempfile.TemporaryDirectory() as scratch:
+        uri = f"sqlite:///{scratch}/mlflow.db"
+        ray.init(address="local", num_cpus=max(args.workers), include_dashboard=False, log_to_driver=False)
+        for workers in args.workers:
+            settings = TrainSettings(objective=args.objective, objective_settings={"hidden_size": args.hidden_size},
+                                     corpus=args.corpus, wordvecs=args.wordvecs, batch_size=args.batch_size,
+                                     max_steps=args.steps, checkpoint_every=args.steps,
+                                     postprocessing_sentences=1000)
+            run = RunSettings(name=f"bench-{workers}", storage=f"{scratch}/runs", workers=workers,
+                              tracking_uri=uri, experiment="train-scaling")
+            load_before = os.getloadavg()[0]
+            start = time.perf_counter()
+            outcome = driver.train(settings, run)
+            wall = time.perf_counter() - start
+            client = store.client(uri)
+            per_step = {key: [m.value for m in client.get_metric_history(outcome.mlflow_run_id, key)
+                              if m.step > args.warmup] for key in ("sentences_per_s", "tokens_per_s")}
+            results.append({"workers": workers, "wall_s": wall, "load_avg_before": load_before,
+                            "load_avg_after": os.getloadavg()[0],
+                            **{f"median_{k}": statistics.median(v) for k, v in per_step.items()}})
+            print(json.dumps(results[-1]))
+        ray.shutdown()
+    record = {"objective": args.objective, "hidden_size": args.hidden_size, "batch_size_per_worker": args.batch_size,
+              "steps": args.steps, "corpus": args.corpus, "cpu_count": os.cpu_count(), "results": results}
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(record, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
