@@ -42,7 +42,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from skipview.platform.tuning.yaml_source import line_of, load_with_lines
+from skipview.platform.tuning.yaml_source import describe, load_with_lines, written
 
 Scalar = Union[bool, int, float, str]
 
@@ -212,8 +212,8 @@ def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] |
     try:
         raw = _SpaceFile.model_validate(data)
     except ValidationError as exc:
-        problems = [(_written(e["loc"]), e["msg"]) for e in exc.errors()]
-        raise SearchSpaceError(_describe(path, lines, problems)) from None
+        problems = [(written(e["loc"]), e["msg"]) for e in exc.errors()]
+        raise SearchSpaceError(describe(path, lines, problems)) from None
     parsed: dict[str, dict[str, Any]] = {}
     for section, keys in raw.space.items():
         parsed[section] = {}
@@ -223,7 +223,7 @@ def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] |
                 try:
                     parsed[section][key] = _DISTRIBUTION.validate_python(value)
                 except ValidationError as exc:
-                    problems += [(at + _written(e["loc"]), e["msg"]) for e in exc.errors()]
+                    problems += [(at + written(e["loc"]), e["msg"]) for e in exc.errors()]
             elif isinstance(value, _SCALARS):
                 parsed[section][key] = value
             else:
@@ -235,7 +235,7 @@ def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] |
         space = SearchSpace(raw.objective, parsed, raw.description, str(path))
         problems = [(("space",) + at, why) for at, why in validate_fields(space, config_classes or {})]
     if problems:
-        raise SearchSpaceError(_describe(path, lines, problems))
+        raise SearchSpaceError(describe(path, lines, problems))
     return space
 
 
@@ -263,17 +263,3 @@ def validate_fields(space: SearchSpace, config_classes: Mapping[str, type[BaseMo
                     reason = exc.errors()[0]["msg"]
                     problems.append(((section, key), f"{value!r} is not a valid {cls.__name__}.{key}: {reason}"))
     return problems
-
-
-def _written(loc: tuple) -> tuple[str, ...]:
-    """Drop the parts of a pydantic error location the user did not write (union tag labels, ``[key]``)."""
-    return tuple(str(p) for p in loc
-                 if not str(p).startswith(("tagged-union", "function-")) and p not in _TAGS and p != "[key]")
-
-
-def _describe(path: Path, lines: dict, problems: list[tuple[tuple[str, ...], str]]) -> str:
-    return "\n".join(dict.fromkeys(
-        f"{path}:{line_of(lines, at) or '?'}: {'.'.join(at) or '(top level)'}: {why}" for at, why in problems))
-
-
-_TAGS = {"uniform", "quniform", "loguniform", "qloguniform", "randint", "qrandint", "lograndint", "choice"}

@@ -1,4 +1,4 @@
-"""YAML that remembers where each key was written, so a validation error can say ``file:line: key``.
+"""YAML that remembers where each key was written, so a validation error can say ``file:line: key: reason``.
 
 PyYAML's composer already records a start mark on every node; reading them costs one walk over the node tree,
 so this is kept instead of pulling in a round-trip YAML library for line numbers alone.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 import yaml
 
@@ -71,3 +73,31 @@ def line_of(lines: dict[tuple[str, ...], int], at: tuple[Any, ...]) -> int | Non
         if at[:end] in lines:
             return lines[at[:end]]
     return None
+
+
+def written(loc: tuple) -> tuple[str, ...]:
+    """A pydantic error location without the parts the user did not write (union tag labels, ``[key]``)."""
+    return tuple(str(p) for p in loc
+                 if not str(p).startswith(("tagged-union", "function-")) and p != "[key]" and p not in _UNION_TAGS)
+
+
+# Tags of the discriminated unions validated through ``written`` locations (search-space distributions).
+_UNION_TAGS = {"uniform", "quniform", "loguniform", "qloguniform", "randint", "qrandint", "lograndint", "choice"}
+
+
+def describe(path: str | Path, lines: dict, problems: list[tuple[tuple[str, ...], str]]) -> str:
+    """One ``file:line: key: reason`` line per problem, duplicates dropped."""
+    return "\n".join(dict.fromkeys(
+        f"{path}:{line_of(lines, at) or '?'}: {'.'.join(at) or '(top level)'}: {why}" for at, why in problems))
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def load_model(path: str | Path, model: type[Model], error: type[ValueError]) -> Model:
+    """Read ``path`` and validate it as ``model``; ``error`` lists every problem with its file, line and key."""
+    data, lines = load_with_lines(path)
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        raise error(describe(path, lines, [(written(e["loc"]), e["msg"]) for e in exc.errors()])) from None
