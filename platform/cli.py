@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from skipview.platform.data import cli as data_cli
+from skipview.platform.training import cli as training_cli
 
 app = typer.Typer(
     name="skipview",
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(data_cli.app, name="data")
+app.command("train")(training_cli.train)
 
 
 def main() -> None:

@@ -1,0 +1,2 @@
+"""MLflow tracking: the tracking store, run bookkeeping (params, lineage tags, resume), and the encoder as a
+pyfunc model."""

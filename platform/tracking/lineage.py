@@ -1,0 +1,71 @@
+"""Lineage tags: from a logged number back to the code and data that produced it.
+
+The code is identified by its git commit (``SKIPVIEW_GIT_COMMIT`` wins: a job submitted to a cluster runs from a
+copied package with no ``.git``, so ``skipview submit`` passes the commit along). Data is identified by the hash
+DVC recorded for it (``dvc.lock`` stage outputs or a ``.dvc`` file), which ``dvc checkout`` can bring back; data
+DVC does not track gets the SHA-256 of its ``meta.json`` so two runs on the same prepared data still match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
+SOURCE_DIR = Path(__file__).resolve().parent
+
+
+def git_commit(where: Path = SOURCE_DIR) -> str:
+    if os.environ.get("SKIPVIEW_GIT_COMMIT"):
+        return os.environ["SKIPVIEW_GIT_COMMIT"]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}-dirty" if dirty else commit
+
+
+def dvc_hash(path: str | Path) -> str | None:
+    """The md5 DVC recorded for ``path`` in the nearest ``dvc.lock`` above it, or in ``path.dvc``; else None."""
+    path = Path(path).resolve()
+    pointer = path.with_name(path.name + ".dvc")
+    if pointer.is_file():
+        for out in yaml.safe_load(pointer.read_text()).get("outs", []):
+            if out.get("md5"):
+                return out["md5"]
+    for folder in path.parents:
+        lock = folder / "dvc.lock"
+        if not lock.is_file():
+            continue
+        stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
+        for stage in stages.values():
+            for out in stage.get("outs", []):
+                if (folder / out["path"]).resolve() == path and out.get("md5"):
+                    return out["md5"]
+        return None
+    return None
+
+
+def data_fingerprint(path: str | Path) -> str:
+    """``dvc:<md5>`` when DVC tracks ``path``, else ``meta-sha256:<hash of its meta.json>``."""
+    found = dvc_hash(path)
+    if found:
+        return f"dvc:{found}"
+    meta = Path(path) / "meta.json"
+    if meta.is_file():
+        return "meta-sha256:" + hashlib.sha256(meta.read_bytes()).hexdigest()
+    return "untracked"
+
+
+def lineage_tags(corpus: str | Path, wordvecs: str | Path | None) -> dict[str, str]:
+    tags = {"git_commit": git_commit(), "corpus.path": str(Path(corpus).resolve()),
+            "corpus.hash": data_fingerprint(corpus)}
+    if wordvecs is not None:
+        tags.update({"wordvecs.path": str(Path(wordvecs).resolve()), "wordvecs.hash": data_fingerprint(wordvecs)})
+    return tags

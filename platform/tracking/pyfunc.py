@@ -1,0 +1,114 @@
+"""The trained encoder as an MLflow pyfunc model, and loading an encoder from an MLflow model URI.
+
+Why pyfunc and not ``mlflow.pytorch``: MLflow 3's default PyTorch format (``pt2``, torch.export) freezes the
+traced sequence length, and a sentence encoder must take sentences of any length. The pyfunc wraps the model
+directory (DESIGN.md section 2) as an artifact and calls ``SentenceEncoder.encode``, so ``mlflow models serve``
+answers ``{"dataframe_records": [{"sentence": "..."}]}`` with one embedding per sentence.
+
+The skipview sources travel inside the logged model (``code_paths``): a served model needs no skipview install.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ENCODER_ARTIFACT = "encoder"
+INPUT_COLUMN = "sentence"
+MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
+
+try:
+    from mlflow.pyfunc import PythonModel
+except ImportError:  # pragma: no cover - mlflow is a declared dependency
+    PythonModel = object
+
+
+class EncoderModel(PythonModel):
+    """``predict(sentences) -> float32 array (n, dim)``; params ``mode`` and ``view`` as in ``encode``."""
+
+    def load_context(self, context) -> None:
+        from skipview.models.encoder import SentenceEncoder
+
+        self.encoder = SentenceEncoder.load(context.artifacts[ENCODER_ARTIFACT])
+
+    def predict(self, context, model_input, params=None) -> np.ndarray:
+        params = params or {}
+        return np.asarray(self.encoder.encode(_sentences(model_input), mode=params.get("mode", "unsupervised"),
+                                              view=params.get("view", "ensemble")), dtype=np.float32)
+
+
+def _sentences(model_input) -> list[str]:
+    if hasattr(model_input, "columns"):          # pandas DataFrame, as the scoring server delivers it
+        column = INPUT_COLUMN if INPUT_COLUMN in model_input.columns else model_input.columns[0]
+        return [str(s) for s in model_input[column].tolist()]
+    if isinstance(model_input, str):
+        return [model_input]
+    return [str(s) for s in model_input]
+
+
+def _signature(dim: int):
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
+
+    return ModelSignature(inputs=Schema([ColSpec("string", INPUT_COLUMN)]),
+                          outputs=Schema([TensorSpec(np.dtype(np.float32), (-1, dim))]),
+                          params=ParamSchema([ParamSpec("mode", "string", "unsupervised"),
+                                              ParamSpec("view", "string", "ensemble")]))
+
+
+def _package_sources(into: Path) -> Path:
+    """A copy of ``skipview/{models,platform}`` (the Python sources only) for ``code_paths``."""
+    import skipview.models
+    import skipview.platform
+
+    root = into / "skipview"
+    for package in (skipview.models, skipview.platform):
+        source = Path(next(iter(package.__path__))).resolve()
+        shutil.copytree(source, root / package.__name__.split(".")[-1],
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return root
+
+
+def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: str = "encoder",
+                sample_sentences: list[str] | None = None) -> str:
+    """Log ``model_dir`` as a pyfunc model in ``run_id``; returns the model URI."""
+    import mlflow
+
+    from skipview.models.encoder import SentenceEncoder
+
+    sample = sample_sentences or ["a sentence to embed ."]
+    dim = np.asarray(SentenceEncoder.load(model_dir).encode(sample[:1])).shape[1]
+    mlflow.set_tracking_uri(tracking_uri)
+    with tempfile.TemporaryDirectory() as scratch, mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
+        info = mlflow.pyfunc.log_model(name=name, python_model=EncoderModel(),
+                                       artifacts={ENCODER_ARTIFACT: str(model_dir)},
+                                       code_paths=[str(_package_sources(Path(scratch)))],
+                                       signature=_signature(dim))
+    return info.model_uri
+
+
+def resolve_encoder_dir(path_or_uri: str | Path) -> Path:
+    """A local model directory for a path, a logged MLflow model directory, or an MLflow model URI
+    (``runs:/<id>/encoder``, ``models:/<name>/<version>``, ``mlflow-artifacts:/...``)."""
+    text = str(path_or_uri)
+    if text.startswith(MLFLOW_SCHEMES):
+        import mlflow
+
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=text))
+    else:
+        local = Path(text)
+    if (local / "MLmodel").is_file():
+        local = local / "artifacts" / ENCODER_ARTIFACT
+    if not local.exists():
+        raise FileNotFoundError(f"{path_or_uri}: no model directory there")
+    return local
+
+
+def load_encoder(path_or_uri: str | Path):
+    """``SentenceEncoder.load`` that also accepts MLflow model URIs (models/ must not import mlflow)."""
+    from skipview.models.encoder import SentenceEncoder
+
+    return SentenceEncoder.load(resolve_encoder_dir(path_or_uri))

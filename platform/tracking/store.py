@@ -1,0 +1,105 @@
+"""Where runs are recorded and how a training run maps onto exactly one MLflow run.
+
+MLflow 3 refuses the old ``./mlruns`` file store unless told, so the default is a SQLite file in the working
+directory (``./mlflow.db``); ``MLFLOW_TRACKING_URI`` overrides it (a tracking server for clusters). The URI is
+resolved once on the driver and handed to the Ray workers as an absolute URI, so a worker whose working
+directory differs still writes to the same store.
+
+One training run is one MLflow run, found again by its *run key* (storage path + Ray run name): a worker group
+restarted by ``FailureConfig``, or a relaunched driver, continues the run instead of opening a duplicate.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DB = "mlflow.db"
+RUN_KEY_TAG = "skipview.run_key"
+MAX_PARAM_LENGTH = 6000      # MLflow 3's limit on a param value
+PARAMS_PER_BATCH = 100       # MLflow's limit on params per log_batch call
+
+
+def tracking_uri() -> str:
+    """``MLFLOW_TRACKING_URI`` if set, else an absolute ``sqlite:///`` URI to ``./mlflow.db``."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if uri:
+        return uri
+    return f"sqlite:///{(Path.cwd() / DEFAULT_DB).resolve()}"
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts become dotted keys (``{"opt": {"lr": 1}} -> {"opt.lr": 1}``); lists stay values."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def client(uri: str | None = None):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri or tracking_uri())
+
+
+def experiment_id(mlflow_client, name: str) -> str:
+    found = mlflow_client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return mlflow_client.create_experiment(name)
+    except MlflowException:          # created meanwhile by another process
+        return mlflow_client.get_experiment_by_name(name).experiment_id
+
+
+def find_run(mlflow_client, experiment: str, run_key: str) -> str | None:
+    """The id of the run recorded for ``run_key`` in ``experiment``, or None."""
+    exp = mlflow_client.get_experiment_by_name(experiment)
+    if exp is None:
+        return None
+    runs = mlflow_client.search_runs([exp.experiment_id], filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}'",
+                                     max_results=2, order_by=["attributes.start_time ASC"])
+    return runs[0].info.run_id if runs else None
+
+
+def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run_id: str | None = None,
+             params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None) -> tuple[str, bool]:
+    """Continue ``run_id`` (from a checkpoint) or the run recorded for ``run_key``, else create one.
+
+    Returns ``(run_id, resumed)``. Params are logged only on creation: MLflow refuses to change a logged param,
+    and a resumed run keeps the settings it was started with.
+    """
+    from mlflow.entities import Param, RunStatus
+
+    run_id = run_id or find_run(mlflow_client, experiment, run_key)
+    if run_id is not None:
+        mlflow_client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
+        return run_id, True
+    run = mlflow_client.create_run(experiment_id(mlflow_client, experiment), run_name=run_name,
+                                   tags={RUN_KEY_TAG: run_key, **(tags or {})})
+    run_id = run.info.run_id
+    items = [Param(k, _param_value(v)) for k, v in sorted(flatten(params or {}).items())]
+    for start in range(0, len(items), PARAMS_PER_BATCH):
+        mlflow_client.log_batch(run_id, params=items[start: start + PARAMS_PER_BATCH])
+    return run_id, False
+
+
+def log_metrics(mlflow_client, run_id: str, metrics: Mapping[str, float], step: int) -> None:
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    mlflow_client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()])
+
+
+def _param_value(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= MAX_PARAM_LENGTH else text[: MAX_PARAM_LENGTH - 3] + "..."

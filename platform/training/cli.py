@@ -1,0 +1,60 @@
+"""``skipview train``: one command for this machine (local Ray, CPU, gloo) and a GPU cluster (nccl, AMP)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+def train(
+    objective: str = typer.Option(..., help="disc | gen | skipthought (or module:factory)"),
+    corpus: Path = typer.Option(..., exists=True, file_okay=False, help="prepared corpus directory"),
+    wordvecs: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="word-vector directory"),
+    config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="YAML file of training settings"),
+    set_: list[str] = typer.Option([], "--set", help="override a setting: key=value (dotted keys, YAML values)"),
+    workers: int = typer.Option(1, min=1, help="Ray Train workers (DDP ranks)"),
+    cpus_per_worker: float = typer.Option(1, help="CPUs reserved per worker (also its torch threads)"),
+    gpus_per_worker: float = typer.Option(0, help="GPUs per worker; >0 trains on GPU with nccl and autocast"),
+    address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="Ray cluster; none starts a local Ray"),
+    storage: str = typer.Option("runs", help="checkpoint storage: a local path or a URI every node can reach"),
+    name: Optional[str] = typer.Option(None, help="run name; an existing run of this name is resumed"),
+    resume: bool = typer.Option(False, help="without --name: resume the latest run of this objective and corpus"),
+    experiment: str = typer.Option("skipview", help="MLflow experiment (one per study)"),
+    max_failures: int = typer.Option(2, help="worker-group restarts from the last checkpoint (-1: unlimited)"),
+    senteval_dir: Optional[Path] = typer.Option(None, envvar="SKIPVIEW_SENTEVAL_DIR",
+                                                help="SentEval data/downstream: periodic STS14"),
+    output: Optional[Path] = typer.Option(None, help="write the final model directory here"),
+    metrics: Optional[Path] = typer.Option(None, help="write the final metrics JSON here"),
+) -> None:
+    """Train an objective on a prepared corpus with Ray Train (DDP), checkpoints and MLflow tracking.
+
+    Settings come from --config, then the options above, then --set (last wins). Per-step metrics go to MLflow
+    (default ./mlflow.db; MLFLOW_TRACKING_URI overrides); checkpoints go to STORAGE/NAME.
+    """
+    from skipview.platform.training import driver
+    from skipview.platform.training.config import RunSettings, load_settings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    base = {"objective": objective, "corpus": str(corpus), "wordvecs": str(wordvecs) if wordvecs else None,
+            "senteval_dir": str(senteval_dir) if senteval_dir else None}
+    try:
+        settings = load_settings(config, base, set_)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from error
+    if name is None and resume:
+        name = driver.latest_run_name(storage, driver.new_run_name(settings).rsplit("-", 2)[0] + "-")
+        if name is None:
+            raise typer.BadParameter(f"--resume: no earlier run of {objective} on {corpus} under {storage}")
+    run = RunSettings(name=name or driver.new_run_name(settings), storage=storage, workers=workers,
+                      cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, max_failures=max_failures,
+                      experiment=experiment, output=str(output) if output else None)
+    driver.connect(address)
+    typer.echo(f"run {run.name}: {run.workers} worker(s), checkpoints in {driver.run_key(run)}")
+    outcome = driver.train(settings, run)
+    if metrics is not None:
+        driver.write_metrics(outcome, metrics)
+    typer.echo(f"done: MLflow run {outcome.mlflow_run_id}, metrics {outcome.metrics}")
+    if outcome.model_dir:
+        typer.echo(f"model directory: {outcome.model_dir}")

@@ -1,0 +1,100 @@
+"""Typed settings of a training run: what to train (``TrainSettings``, reproducible science) and where to run
+it (``RunSettings``, infrastructure). Errors name the offending key (pydantic), and ``--set a.b=1`` overrides
+work on the nested dict before validation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OptimizerSettings(Strict):
+    lr: float = Field(1e-3, gt=0)
+    grad_clip: float | None = Field(10.0, gt=0, description="max global gradient norm; None disables clipping")
+    schedule: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = Field(0.0, ge=0)
+
+
+class TrainSettings(Strict):
+    objective: str = Field(description="registered objective (disc, gen, skipthought) or 'module:factory'")
+    objective_settings: dict[str, Any] = Field(default_factory=dict)
+    corpus: str
+    wordvecs: str | None = None
+    batch_size: int = Field(64, ge=2)
+    max_len: int = Field(30, ge=1)
+    max_steps: int | None = Field(500, ge=1)
+    epochs: int | None = Field(None, ge=1)
+    optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    seed: int = 0
+    log_every: int = Field(1, ge=1, description="steps between metric logs to MLflow")
+    checkpoint_every: int = Field(100, ge=1, description="steps between checkpoints (and STS14 evaluations)")
+    senteval_dir: str | None = Field(None, description="SentEval data/downstream; enables periodic STS14")
+    postprocessing_sentences: int = Field(20000, ge=10, description="training sentences to fit the top PCs on")
+    final_eval_tasks: list[str] = Field(default_factory=list, description="evaluation suite run at the end")
+    ddp_find_unused_parameters: bool = False
+
+    @model_validator(mode="after")
+    def _has_an_end(self) -> "TrainSettings":
+        if self.max_steps is None and self.epochs is None:
+            raise ValueError("set max_steps or epochs: the run needs an end")
+        if self.optimizer.schedule != "constant" and self.max_steps is None:
+            raise ValueError(f"optimizer.schedule={self.optimizer.schedule} decays to max_steps: set max_steps")
+        return self
+
+
+class RunSettings(Strict):
+    name: str
+    storage: str = Field(description="local path or URI (s3://, gs://, NFS) every worker can write")
+    workers: int = Field(1, ge=1)
+    cpus_per_worker: float = Field(1, gt=0)
+    gpus_per_worker: float = Field(0, ge=0)
+    max_failures: int = Field(2, ge=-1)
+    keep_checkpoints: int = Field(1, ge=1, description="best checkpoints by STS14 kept besides the latest")
+    experiment: str = "skipview"
+    tracking_uri: str | None = None
+    output: str | None = Field(None, description="where the driver writes the final model directory")
+
+
+def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for key in parents:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ValueError(f"--set {dotted}: {key} is not a section")
+    node[leaf] = value
+
+
+def parse_overrides(pairs: list[str]) -> list[tuple[str, Any]]:
+    """``key=value`` with YAML values (``lr=1e-3`` is a float, ``views=[f,g]`` a list)."""
+    parsed = []
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r}: expected key=value")
+        parsed.append((key.strip(), yaml.safe_load(raw)))
+    return parsed
+
+
+def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str]) -> TrainSettings:
+    tree: dict[str, Any] = {}
+    if config_file is not None:
+        loaded = yaml.safe_load(Path(config_file).read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{config_file}: expected a mapping of settings at the top level")
+        tree.update(loaded)
+    tree.update({k: v for k, v in base.items() if v is not None})
+    for key, value in parse_overrides(overrides):
+        set_dotted(tree, key, value)
+    return TrainSettings.model_validate(tree)

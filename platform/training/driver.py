@@ -1,0 +1,156 @@
+"""The driver side of a training run: connect to Ray, build the ``TorchTrainer``, fit, collect the outputs.
+
+``build_trainer`` is the reusable piece: a Tune trial calls it with its own run name and a
+``TuneReportCallback`` and fits it inside the trial. ``train`` is what ``skipview train`` does around it:
+starts or joins Ray, resumes a run of the same name from its latest checkpoint (Ray Train V2 restores a run
+from ``storage/name`` when a trainer with the same ``RunConfig`` is fitted again), turns a diverged run into a
+clear error, and copies the final model directory out of the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skipview.platform.training import checkpoint as ckpt
+from skipview.platform.training.config import RunSettings, TrainSettings
+from skipview.platform.training.loop import DIVERGED_TAG, Diverged, train_loop_per_worker
+
+log = logging.getLogger(__name__)
+
+
+def is_uri(storage: str) -> bool:
+    return "://" in storage
+
+
+def storage_root(storage: str) -> str:
+    """Ray needs an absolute local path (or a URI)."""
+    return storage if is_uri(storage) else str(Path(storage).expanduser().resolve())
+
+
+def run_key(run: RunSettings) -> str:
+    return f"{storage_root(run.storage).rstrip('/')}/{run.name}"
+
+
+def new_run_name(settings: TrainSettings) -> str:
+    corpus = Path(settings.corpus).resolve()
+    corpus_name = corpus.parent.name if corpus.name == "prepared" else corpus.name
+    return f"{settings.objective.split(':')[-1]}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def latest_run_name(storage: str, prefix: str) -> str | None:
+    """The most recently modified run directory under a local ``storage`` whose name starts with ``prefix``."""
+    root = Path(storage_root(storage))
+    runs = [p for p in root.glob(f"{prefix}*") if p.is_dir()] if root.is_dir() else []
+    return max(runs, key=lambda p: p.stat().st_mtime).name if runs else None
+
+
+def tags_for(settings: TrainSettings) -> dict[str, str]:
+    from skipview.platform.tracking.lineage import lineage_tags
+
+    objective = settings.objective_settings
+    tags = {"objective": settings.objective, "seed": str(settings.seed), **lineage_tags(settings.corpus,
+                                                                                           settings.wordvecs)}
+    for key in ("views", "invertible"):
+        if key in objective:
+            tags[key] = str(objective[key])
+    return tags
+
+
+def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:
+    return {"settings": settings.model_dump(mode="json"), "run_name": run.name, "run_key": run_key(run),
+            "experiment": run.experiment, "tracking_uri": tracking_uri, "cpus_per_worker": run.cpus_per_worker,
+            "params": settings.model_dump(mode="json"), "tags": tags_for(settings)}
+
+
+def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: str, callbacks: list | None = None):
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    score = {"checkpoint_score_attribute": "sts14", "checkpoint_score_order": "max"} if settings.senteval_dir else {}
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config=loop_config(settings, run, tracking_uri),
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=run.workers, use_gpu=run.gpus_per_worker > 0,
+            resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
+                                                                  if run.gpus_per_worker else {})}),
+        run_config=ray.train.RunConfig(
+            name=run.name, storage_path=storage_root(run.storage), callbacks=callbacks,
+            # Without a score Ray keeps the most recent ones; with it the best by STS14 plus always the latest.
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=run.keep_checkpoints, **score),
+            failure_config=ray.train.FailureConfig(max_failures=run.max_failures)),
+    )
+
+
+def connect(address: str | None, cpus: int | None = None) -> None:
+    """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may use."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+    else:
+        ray.init(num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=False)
+
+
+@dataclass
+class Outcome:
+    run_name: str
+    mlflow_run_id: str | None
+    metrics: dict[str, Any]
+    checkpoint_path: str | None
+    model_dir: Path | None
+
+
+def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None = None) -> Outcome:
+    from skipview.platform.tracking import store
+
+    uri = run.tracking_uri or store.tracking_uri()
+    trainer = build_trainer(settings, run, tracking_uri=uri, callbacks=callbacks)
+    result = trainer.fit()
+    client = store.client(uri)
+    run_id = store.find_run(client, run.experiment, run_key(run))
+    if run_id is not None:
+        tags = client.get_run(run_id).data.tags
+        if DIVERGED_TAG in tags:
+            kept = result.checkpoint.path if result.checkpoint else "none"
+            raise Diverged(f"run {run.name}: {tags.get('skipview.failure', 'loss not finite')}; "
+                           f"last good checkpoint: {kept}")
+    model_dir = None
+    if run.output is not None and result.checkpoint is not None:
+        model_dir = copy_model(result.checkpoint, Path(run.output))
+    return Outcome(run.name, run_id, dict(result.metrics or {}),
+                   result.checkpoint.path if result.checkpoint else None, model_dir)
+
+
+def copy_model(checkpoint, output: Path) -> Path:
+    """Copy the model directory out of the final checkpoint: written aside, then swapped in."""
+    with checkpoint.as_directory() as directory:
+        source = Path(directory) / ckpt.MODEL_DIR
+        if not source.is_dir():
+            raise FileNotFoundError(f"{checkpoint.path}: the last checkpoint has no {ckpt.MODEL_DIR}/ "
+                                    "(the run did not finish)")
+        partial = output.with_name(output.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(source, partial)
+    if output.exists():
+        shutil.rmtree(output)
+    partial.rename(output)
+    return output
+
+
+def write_metrics(outcome: Outcome, path: Path) -> None:
+    record = {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id,
+              "checkpoint": outcome.checkpoint_path, "metrics": outcome.metrics}
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    partial.replace(path)

@@ -1,0 +1,79 @@
+"""From settings to the pieces a worker trains: the objective, its batches, and post-processing fitting.
+
+Objectives are built by name through ``skipview.models.registry`` (disc, gen, skipthought). A ``module:factory``
+name builds one from any importable factory with the registry's signature, so a research objective can be
+trained without editing the registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from skipview.models.corpus import PreparedCorpus
+from skipview.models.objective import Objective
+from skipview.models.vocab import Vocab
+from skipview.platform.training.config import TrainSettings
+
+
+def load_word_vectors(wordvecs: str | Path | None, vocab: Vocab) -> np.ndarray | None:
+    """``vectors.npy`` of a wordvecs directory, checked to be aligned row by row with the corpus vocabulary."""
+    if wordvecs is None:
+        return None
+    folder = Path(wordvecs)
+    matrix_path, vocab_path = folder / "vectors.npy", folder / "vocab.tsv"
+    for needed in (matrix_path, vocab_path):
+        if not needed.is_file():
+            raise FileNotFoundError(f"{needed}: missing (make word vectors with `skipview data wordvecs`)")
+    vectors = np.load(matrix_path, mmap_mode="r")
+    theirs = Vocab.load(vocab_path)
+    if theirs.words != vocab.words or vectors.shape[0] != len(vocab):
+        raise ValueError(f"{folder}: word vectors ({vectors.shape[0]} rows, vocab.tsv of {len(theirs)} words) are "
+                         f"not aligned with the corpus vocabulary ({len(vocab)} words); rebuild them for this corpus")
+    # a private, writable copy: DDP broadcasts buffers in place, which would write into a read-only memmap
+    return np.array(vectors, dtype=np.float32)
+
+
+def objective_factory(name: str) -> Callable[..., Objective]:
+    if ":" in name:
+        module, _, attribute = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as error:
+            raise ValueError(f"objective {name!r}: cannot import {attribute} from {module} ({error})") from error
+    from skipview.models.registry import build_objective
+
+    return partial(build_objective, name)
+
+
+@dataclass
+class Built:
+    objective: Objective
+    corpus: PreparedCorpus
+    settings: TrainSettings
+
+    def batches(self, *, rank: int, world_size: int, epoch: int, start_batch: int):
+        from skipview.models.batching import iterate_batches
+
+        s = self.settings
+        return iterate_batches(self.corpus, self.objective.example_kind, s.batch_size, max_len=s.max_len, rank=rank,
+                               world_size=world_size, seed=s.seed, epoch=epoch, start_batch=start_batch)
+
+    def fit_postprocessing(self, encoder, num_sentences: int, *, seed: int) -> None:
+        from skipview.models.batching import sample_sentence_ids
+
+        encoder.fit_postprocessing(sample_sentence_ids(self.corpus, num_sentences, seed=seed,
+                                                       max_len=self.settings.max_len))
+
+
+def build(settings: TrainSettings) -> Built:
+    corpus = PreparedCorpus(settings.corpus)
+    vectors = load_word_vectors(settings.wordvecs, corpus.vocab)
+    objective = objective_factory(settings.objective)(settings.objective_settings, vocab=corpus.vocab,
+                                                      word_vectors=vectors)
+    return Built(objective, corpus, settings)

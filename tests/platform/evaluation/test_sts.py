@@ -1,0 +1,71 @@
+"""STS aggregations against hand-computed values, and the STS14 objective end to end on real data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skipview.platform.evaluation import run_tasks, sts14
+from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
+from skipview.platform.evaluation.encoding import cosine
+from skipview.platform.evaluation.sts import correlation_metrics
+
+
+def test_aggregates_match_hand_computed_values():
+    # subset a: pred == gold, r = 1.  subset b: pred = [1,2,3,4] vs gold [1,3,2,4]: r = 0.8, rho = 0.8.
+    subsets = {"a": (np.array([1.0, 2.0]), np.array([1.0, 2.0])),
+               "b": (np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 2.0, 4.0]))}
+    m = correlation_metrics("t", subsets)
+    assert m["t.a.pearson"] == pytest.approx(100.0)
+    assert m["t.b.pearson"] == pytest.approx(80.0)
+    assert m["t.b.spearman"] == pytest.approx(80.0)
+    assert m["t.pearson.mean"] == pytest.approx(90.0)
+    assert m["t.pearson.wmean"] == pytest.approx((2 * 100 + 4 * 80) / 6)
+    # pooled: pred [1,2,1,2,3,4], gold [1,2,1,3,2,4]; Pearson by hand
+    p, g = np.array([1, 2, 1, 2, 3, 4.0]), np.array([1, 2, 1, 3, 2, 4.0])
+    pc, gc = p - p.mean(), g - g.mean()
+    assert m["t.pearson.all"] == pytest.approx(100 * (pc @ gc) / np.sqrt((pc @ pc) * (gc @ gc)))
+    assert m["t.a.n"] == 2 and m["t.b.n"] == 4
+
+
+def test_constant_prediction_is_an_error_not_nan():
+    with pytest.raises(ValueError, match="t/a"):
+        correlation_metrics("t", {"a": (np.ones(3), np.array([1.0, 2.0, 3.0]))})
+
+
+def test_cosine_of_zero_vector_is_zero():
+    u = np.array([[1.0, 0.0], [0.0, 0.0]])
+    v = np.array([[1.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_allclose(cosine(u, v), [1 / np.sqrt(2), 0.0])
+
+
+def test_baseline_tokenises_every_dialect_alike(tiny_wordvecs):
+    enc = AverageEncoder(WordVectors.load(tiny_wordvecs))
+    moses, ptb, raw = enc.encode(["the cat don 't", "the cat do n't", "The cat don't"])
+    np.testing.assert_allclose(moses, ptb)
+    np.testing.assert_allclose(moses, raw)
+    np.testing.assert_allclose(moses, np.mean([[1, 1, 0], [1, 0, 0], [0, 0, 1], [0, 0, -1]], axis=0))
+
+
+def test_wr_removes_the_top_component(tiny_wordvecs):
+    sentences = ["the cat sat", "the dog ran", "the cat ran", "a dog"]
+    words = WordVectors.load(tiny_wordvecs)
+    avg = AverageEncoder(words).encode(sentences)
+    wr = AverageEncoder(words, remove_top_pc=True).encode(sentences)
+    u = np.linalg.svd(avg.astype(np.float64))[2][0]
+    np.testing.assert_allclose(wr, avg - np.outer(avg @ u, u), atol=1e-6)
+    np.testing.assert_allclose(wr @ u, 0.0, atol=1e-6)
+
+
+def test_sts14_objective_on_real_data(real_senteval):
+    class ByLength:
+        """Sentence length as a 2-d vector: weakly informative, deterministic."""
+
+        def encode(self, sentences, mode="unsupervised"):
+            return np.array([[1.0, len(s.split())] for s in sentences])
+
+    value = sts14(ByLength(), real_senteval)
+    m = run_tasks(ByLength(), ["sts14"], real_senteval)
+    subsets = ["deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"]
+    assert [m[f"sts14.{s}.n"] for s in subsets] == [450, 300, 750, 750, 750, 750]
+    assert value == pytest.approx(np.mean([m[f"sts14.{s}.pearson"] for s in subsets]))

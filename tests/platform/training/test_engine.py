@@ -1,0 +1,103 @@
+"""The training engine on the real Ray Train (2 CPU workers, gloo) and a real MLflow SQLite store.
+
+One reference run is compared with runs that lose a worker mid-run (an exception, then a SIGKILL of the worker
+process): each must finish from its last checkpoint with exactly the reference's final parameters, and MLflow
+must hold one run whose step metrics continue. A NaN on one rank must stop every rank with the step named.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from skipview.models.encoder import SentenceEncoder
+from skipview.platform.tracking import store
+from skipview.platform.training import driver
+from skipview.platform.training.config import RunSettings, TrainSettings
+from skipview.platform.training.loop import Diverged
+
+STEPS, CHECKPOINT_EVERY = 12, 4
+
+
+def settings_for(data, **objective) -> TrainSettings:
+    corpus, wordvecs = data
+    return TrainSettings(objective="tiny_objective:build", objective_settings={"dim": 8, **objective},
+                         corpus=str(corpus), wordvecs=str(wordvecs), batch_size=16, max_steps=STEPS,
+                         checkpoint_every=CHECKPOINT_EVERY, postprocessing_sentences=50, seed=3)
+
+
+def run_for(tmp: Path, name: str, **kw) -> RunSettings:
+    return RunSettings(name=name, storage=str(tmp / "runs"), workers=2, tracking_uri=f"sqlite:///{tmp}/mlflow.db",
+                       experiment="engine-test", output=str(tmp / f"{name}-model"), **kw)
+
+
+def weights(model_dir: Path) -> dict[str, np.ndarray]:
+    return load_file(model_dir / "model.safetensors")
+
+
+def step_history(run: RunSettings, run_id: str, key: str = "loss") -> list[int]:
+    history = store.client(run.tracking_uri).get_metric_history(run_id, key)
+    return sorted(m.step for m in history)
+
+
+@pytest.fixture(scope="module")
+def reference(ray_session, tiny_data, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reference")
+    run = run_for(tmp, "reference")
+    return run, driver.train(settings_for(tiny_data), run)
+
+
+def test_two_worker_run_records_everything(reference):
+    run, outcome = reference
+    assert outcome.metrics["step"] == STEPS
+    assert outcome.metrics["ddp_parameters_equal"] == 1.0
+    client = store.client(run.tracking_uri)
+    recorded = client.get_run(outcome.mlflow_run_id)
+    assert recorded.info.status == "FINISHED"
+    assert recorded.data.params["optimizer.lr"] == "0.001"          # nested settings are flattened
+    assert recorded.data.tags["objective"] == "tiny_objective:build"
+    assert recorded.data.tags["corpus.hash"].startswith("meta-sha256:")
+    assert recorded.data.tags["ddp_parameters_equal"] == "True"
+    assert step_history(run, outcome.mlflow_run_id) == list(range(1, STEPS + 1))
+    for key in ("sentences_per_s", "tokens_per_s", "lr", "temperature"):
+        assert key in recorded.data.metrics
+    encoder = SentenceEncoder.load(outcome.model_dir)
+    vectors = encoder.encode(["w1 w2 w3", "w4 w5"])
+    assert vectors.shape == (2, 8) and np.isfinite(vectors).all()
+    assert "skipview.model_uri" in recorded.data.tags
+
+
+@pytest.mark.parametrize("failure", ["exception", "sigkill"])
+def test_worker_failure_resumes_to_identical_parameters(reference, tiny_data, tmp_path, failure):
+    ref_run, ref = reference
+    marker = tmp_path / "failed-once"
+    # forward call 7 is step 7: after the checkpoint at step 4, so steps 5-6 are redone after the restart
+    settings = settings_for(tiny_data, fail_at_call=7, fail_rank=1, failure=failure, marker=str(marker))
+    run = run_for(tmp_path, f"fault-{failure}")
+    outcome = driver.train(settings, run)
+    assert marker.exists(), "the failure was not injected"
+    assert outcome.metrics["step"] == STEPS
+    ours, theirs = weights(outcome.model_dir), weights(ref.model_dir)
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    client = store.client(run.tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(run.experiment).experiment_id],
+                              filter_string=f"tags.`{store.RUN_KEY_TAG}` = '{driver.run_key(run)}'")
+    assert len(runs) == 1, "the restarted workers opened a duplicate MLflow run"
+    assert sorted(set(step_history(run, outcome.mlflow_run_id))) == list(range(1, STEPS + 1))
+
+
+def test_nan_on_one_rank_stops_the_run_and_keeps_the_last_good_checkpoint(ray_session, tiny_data, tmp_path):
+    settings = settings_for(tiny_data, nan_at_call=6)
+    run = run_for(tmp_path, "diverging")
+    with pytest.raises(Diverged, match="step 6") as error:
+        driver.train(settings, run)
+    assert "checkpoint_" in str(error.value)
+    client = store.client(run.tracking_uri)
+    run_id = store.find_run(client, run.experiment, driver.run_key(run))
+    assert client.get_run(run_id).info.status == "FAILED"
+    assert max(step_history(run, run_id)) == 5

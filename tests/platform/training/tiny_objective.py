@@ -1,0 +1,71 @@
+"""A small contrastive objective for the trainer's engine tests (imported by the Ray workers as
+``tiny_objective:build``), with switches to inject failures at a chosen forward call.
+
+The engine tests are about the trainer (restore, DDP, MLflow), not about what is learned: an in-batch
+contrastive loss between a linear view of a sentence and of its next sentence is cheap on 2 cores and has
+a real gradient. The failure switches exist only here, never in the product code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from skipview.models.encoder import SentenceEncoder
+from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
+from skipview.models.views import LinearView, embed
+
+
+def _rank() -> int:
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+class TinyObjective(Objective):
+    example_kind = ExampleKind.PAIR
+
+    def __init__(self, settings: dict, vocab, word_vectors):
+        super().__init__()
+        self.settings = settings
+        self.register_buffer("word_vectors", torch.as_tensor(word_vectors, dtype=torch.float32), persistent=False)
+        self.view = LinearView(self.word_vectors.shape[1], int(settings.get("dim", 8)))
+        self.log_temperature = nn.Parameter(torch.zeros(()))
+        self.calls = 0
+
+    def _maybe_fail(self) -> torch.Tensor | None:
+        self.calls += 1
+        s = self.settings
+        if s.get("fail_at_call") == self.calls and s.get("fail_rank", 0) == _rank():
+            marker = Path(s["marker"])
+            if not marker.exists():                 # fail once: the restarted worker must get through
+                marker.write_text(str(os.getpid()))
+                if s.get("failure") == "sigkill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise RuntimeError(f"injected failure at forward call {self.calls}")
+        if s.get("nan_at_call") is not None and self.calls >= s["nan_at_call"] and _rank() == 0:
+            return torch.tensor(float("nan"))
+        return None
+
+    def forward(self, batch) -> ObjectiveOutput:
+        poison = self._maybe_fail()
+        a = nn.functional.normalize(self.view.represent(embed(batch.sentences, self.word_vectors), batch.sentences), dim=-1)
+        b = nn.functional.normalize(self.view.represent(embed(batch.next, self.word_vectors), batch.next), dim=-1)
+        temperature = self.log_temperature.exp()
+        logits = a @ b.T / temperature
+        loss = nn.functional.cross_entropy(logits, torch.arange(len(a), device=a.device))
+        if poison is not None:
+            loss = loss * poison
+        return ObjectiveOutput(loss, {"temperature": temperature.detach()})
+
+    def sentence_encoder(self, tokenizer, vocab) -> SentenceEncoder:
+        view = LinearView(self.view.input_dim, self.view.out_dim)
+        view.load_state_dict(self.view.state_dict())
+        return SentenceEncoder({"g": view}, vocab, tokenizer, self.word_vectors.cpu(), max_len=30)
+
+
+def build(settings: dict, *, vocab, word_vectors) -> TinyObjective:
+    return TinyObjective(dict(settings), vocab, word_vectors)
