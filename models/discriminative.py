@@ -1,0 +1,123 @@
+"""Multi-view discriminative objective ("disc"), multi-view paper section 2.3, with the Table 6 ablations.
+
+A batch is N consecutive sentences. Each view encodes every sentence (training representation); per view the
+top principal component of the batch is estimated by power iteration and projected out (section 2.4), then
+
+    a_ij = cos(z^A_i, z^B_j) + cos(z^B_i, z^A_j)        (two views A, B: fg, ff, gg)
+    a_ij = 2 cos(z_i, z_j)                              (one view: f or g)
+    p_ij = exp(a_ij / tau) / sum_{n != i} exp(a_in / tau)
+    loss = - mean over positive pairs (i, j) of log p_ij,  positives: 0 < |i - j| <= c and same document.
+
+tau = exp(log_tau) is trainable, initially 1.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from skipview.models.batching import WindowBatch
+from skipview.models.encoder import SentenceEncoder
+from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
+from skipview.models.pca import power_iteration, remove_component
+from skipview.models.registry import ObjectiveConfig, register_objective
+from skipview.models.views import build_multiview_encoder, embed, frozen_word_vectors
+
+# Table 6 variants: view names of each configuration and the encoder type behind each name
+VIEW_LAYOUTS: dict[str, dict[str, Literal["f", "g"]]] = {
+    "fg": {"f": "f", "g": "g"},
+    "ff": {"f1": "f", "f2": "f"},
+    "gg": {"g1": "g", "g2": "g"},
+    "f": {"f": "f"},
+    "g": {"g": "g"},
+}
+
+
+class DiscriminativeConfig(ObjectiveConfig):
+    views: Literal["fg", "ff", "gg", "f", "g"] = Field("fg", description="fg is the method; the rest are Table 6 ablations")
+    hidden_size: int = Field(1024, gt=0, description="GRU hidden size per direction h; g outputs 2h")
+    context_window: int = Field(3, gt=0, description="c: positives are 0 < |i-j| <= c in the same document")
+    remove_top_component: bool = Field(True, description="training-time top-PC removal by power iteration")
+    power_iterations: int = Field(5, gt=0, description="T, power-iteration steps")
+    initial_temperature: float = Field(1.0, gt=0)
+    learn_temperature: bool = True
+
+
+def positive_mask(doc_ids: torch.Tensor, window: int) -> torch.Tensor:
+    """(N, N) bool: j is a positive of i when 0 < |i - j| <= window and both are in the same document."""
+    index = torch.arange(doc_ids.shape[0], device=doc_ids.device)
+    distance = (index[:, None] - index[None, :]).abs()
+    return (distance > 0) & (distance <= window) & (doc_ids[:, None] == doc_ids[None, :])
+
+
+def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:
+    """a_ij from unit-norm representations: cos(A_i, B_j) + cos(B_i, A_j), or 2 cos(Z_i, Z_j) for one view."""
+    if len(views) == 1:
+        return 2.0 * views[0] @ views[0].T
+    similarity = views[0] @ views[1].T
+    return similarity + similarity.T
+
+
+def contrastive_loss(agreement: torch.Tensor, positives: torch.Tensor, temperature: torch.Tensor):
+    """(loss, log p) : -mean over positive pairs of log softmax_{n != i}(a_in / tau)_j. No host sync."""
+    eye = torch.eye(agreement.shape[0], dtype=torch.bool, device=agreement.device)
+    log_p = (agreement / temperature).masked_fill(eye, float("-inf")).log_softmax(dim=-1)
+    count = positives.sum()
+    loss = -log_p.masked_fill(~positives, 0.0).sum() / count.clamp_min(1)
+    return loss, log_p
+
+
+@register_objective("disc", DiscriminativeConfig)
+class DiscriminativeObjective(Objective):
+    example_kind = ExampleKind.WINDOW
+
+    def __init__(self, config: DiscriminativeConfig, *, vocab, word_vectors):
+        super().__init__()
+        self.config = config
+        # constant buffer (not saved in checkpoints: rebuilt from vectors.npy); DDP should not re-broadcast it
+        self.register_buffer("word_vectors", frozen_word_vectors(word_vectors, len(vocab)), persistent=False)
+        dim = self.word_vectors.shape[1]
+        self.encoders = torch.nn.ModuleDict({
+            name: build_multiview_encoder(kind, dim, config.hidden_size)
+            for name, kind in VIEW_LAYOUTS[config.views].items()})
+        log_tau = torch.tensor(math.log(config.initial_temperature))
+        if config.learn_temperature:
+            self.log_temperature = torch.nn.Parameter(log_tau)
+        else:
+            self.register_buffer("log_temperature", log_tau)
+
+    def representations(self, batch: WindowBatch) -> list[torch.Tensor]:
+        """Per view: training representations after top-PC removal, L2-normalised, float32 (N, 2h)."""
+        sentences = batch.sentences
+        x = embed(sentences, self.word_vectors)
+        outputs = []
+        for encoder in self.encoders.values():
+            z = encoder.represent(x, sentences).float()
+            if self.config.remove_top_component:
+                # the component is a batch statistic treated as a constant (stop-gradient), like the fixed
+                # component removed at test time
+                z = remove_component(z, power_iteration(z.detach(), self.config.power_iterations))
+            outputs.append(torch.nn.functional.normalize(z, dim=-1))
+        return outputs
+
+    def forward(self, batch: WindowBatch) -> ObjectiveOutput:
+        agreement = agreement_matrix(self.representations(batch))
+        positives = positive_mask(batch.doc_ids, self.config.context_window)
+        temperature = self.log_temperature.exp()
+        loss, log_p = contrastive_loss(agreement, positives, temperature)
+        with torch.no_grad():
+            # share of anchors (with at least one positive) whose most likely partner is a positive
+            has_positive = positives.any(dim=1)
+            hit = positives.gather(1, log_p.argmax(dim=1, keepdim=True)).squeeze(1) & has_positive
+            accuracy = hit.sum() / has_positive.sum().clamp_min(1)
+        return ObjectiveOutput(loss, {"loss": loss.detach(), "temperature": temperature.detach(),
+                                      "neighbour_accuracy": accuracy, "positive_pairs": positives.sum()})
+
+    def sentence_encoder(self, tokenizer, vocab) -> SentenceEncoder:
+        views = {name: copy.deepcopy(encoder).cpu().eval() for name, encoder in self.encoders.items()}
+        return SentenceEncoder(views, vocab, tokenizer, self.word_vectors.cpu(),
+                               metadata={"objective": "disc", "settings": self.config.model_dump()})

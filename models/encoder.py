@@ -1,0 +1,221 @@
+"""``SentenceEncoder``: the inference-side model (the contract between training, evaluation and serving).
+
+It holds named views (f and g for the multi-view models; f1/f2, g1/g2 or one view for the ablations; whatever a
+skip-thought model registers), the fixed word-vector matrix they read, the vocabulary and tokeniser of the corpus
+it was trained on, and the post-processing components. ``encode`` tokenises exactly as corpus preparation did.
+
+Post-processing (multi-view paper section 2.4, Arora et al. 2017): per view and pooling mode, remove the
+projection on the top principal component, then L2-normalise. Ensemble: unsupervised = average of the
+post-processed views (paper 3.1: z = (z_f + z_g) / 2, not re-normalised), supervised = concatenation.
+
+Model directory: ``config.json``, ``model.safetensors`` (views), ``vocab.tsv``, ``word_vectors.npy`` (when the
+model reads fixed word vectors), ``postprocessing.safetensors`` (components, keyed ``view/mode``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from tqdm.auto import tqdm
+
+from skipview.models.batching import Sentences
+from skipview.models.pca import SecondMoment, remove_component
+from skipview.models.text import Tokenizer
+from skipview.models.views import MODES, Mode, View, build_view
+from skipview.models.vocab import Vocab
+
+FORMAT = "skipview-sentence-encoder-v1"
+CONFIG, WEIGHTS, VOCAB, WORD_VECTORS, POSTPROCESSING = (
+    "config.json", "model.safetensors", "vocab.tsv", "word_vectors.npy", "postprocessing.safetensors")
+
+
+class PostProcessing:
+    """Top principal components per (view, mode); a missing entry means that combination was not fitted."""
+
+    def __init__(self, components: Mapping[tuple[str, str], torch.Tensor] | None = None):
+        self.components = dict(components or {})
+
+    def apply(self, view: str, mode: str, z: torch.Tensor, *, remove_pc: bool = True) -> torch.Tensor:
+        if remove_pc:
+            if (view, mode) not in self.components:
+                raise KeyError(f"no post-processing component for view {view!r} in {mode} mode: call "
+                               "SentenceEncoder.fit_postprocessing(...) first (or pass postprocessing='none')")
+            z = remove_component(z, self.components[(view, mode)].to(z.device, z.dtype))
+        return nn.functional.normalize(z, dim=-1)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {f"{view}/{mode}": u.contiguous() for (view, mode), u in self.components.items()}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, torch.Tensor]) -> "PostProcessing":
+        return cls({tuple(key.split("/", 1)): value for key, value in state.items()})
+
+
+class SentenceEncoder(nn.Module):
+    def __init__(self, views: Mapping[str, View], vocab: Vocab, tokenizer: Tokenizer,
+                 word_vectors: np.ndarray | torch.Tensor | None = None, *, max_len: int | None = None,
+                 postprocessing: PostProcessing | None = None, metadata: dict | None = None):
+        super().__init__()
+        if not views:
+            raise ValueError("a SentenceEncoder needs at least one view")
+        if "ensemble" in views or any("/" in name for name in views):
+            raise ValueError(f"view names may not be 'ensemble' or contain '/': {list(views)}")
+        self.views = nn.ModuleDict(dict(views))
+        self.vocab, self.tokenizer, self.max_len = vocab, tokenizer, max_len
+        self.postprocessing = postprocessing or PostProcessing()
+        self.metadata = dict(metadata or {})
+        vectors = None if word_vectors is None else torch.as_tensor(word_vectors, dtype=torch.float32)
+        # a buffer, not a parameter: the word vectors are fixed; stored in its own file, not in the weights
+        self.register_buffer("word_vectors", vectors, persistent=False)
+        self.eval()
+
+    @property
+    def view_names(self) -> list[str]:
+        return list(self.views)
+
+    @property
+    def device(self) -> torch.device:
+        for tensor in self.parameters():
+            return tensor.device
+        return self.word_vectors.device if self.word_vectors is not None else torch.device("cpu")
+
+    # ---------------------------------------------------------------------------------------- encoding
+
+    def token_ids(self, sentences: Iterable[str]) -> list[np.ndarray]:
+        """Tokenise with the corpus tokeniser, map to ids (unknown words -> <unk>), cap at ``max_len``."""
+        cap = self.max_len or None
+        return [np.asarray(self.vocab.encode(self.tokenizer(s))[:cap], dtype=np.int64) for s in sentences]
+
+    @torch.no_grad()
+    def raw_representations(self, token_ids: Sequence[np.ndarray], mode: Mode, views: Sequence[str],
+                            batch_size: int = 128, progress: bool = False) -> dict[str, torch.Tensor]:
+        """Pooled representations before post-processing, (n, D) per view, in input order.
+
+        Sentences are processed in order of length so a batch holds near-equal lengths; padding never enters
+        a pooled value, so a sentence's vector does not depend on which batch it lands in."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        order = np.argsort([len(t) for t in token_ids], kind="stable")
+        outputs = {name: [] for name in views}
+        device = self.device
+        chunks = range(0, len(order), batch_size)
+        for start in tqdm(chunks, desc=f"encode ({mode})", disable=not progress, leave=False):
+            batch = Sentences.from_arrays([token_ids[i] for i in order[start:start + batch_size]]).to(device)
+            for name in views:
+                outputs[name].append(self.views[name].encode(batch, mode, self.word_vectors).float().cpu())
+        inverse = torch.from_numpy(np.argsort(order))
+        return {name: (torch.cat(parts)[inverse] if parts else
+                       torch.empty(0, self.views[name].output_dim(mode)))
+                for name, parts in outputs.items()}
+
+    def encode(self, sentences: Sequence[str], mode: Mode = "unsupervised", view: str = "ensemble",
+               batch_size: int = 128, postprocessing: PostProcessing | Literal["stored", "none"] = "stored",
+               progress: bool = False) -> np.ndarray:
+        """Sentence vectors (n, D) float32.
+
+        ``view``: "ensemble" (all views: averaged in unsupervised mode, concatenated in supervised mode) or one
+        view name (``view_names``). ``postprocessing``: "stored" uses the components saved with the model;
+        a ``PostProcessing`` from ``fit_postprocessing(..., store=False)`` uses those (e.g. fitted on the
+        evaluation set, ``pc_source: task``); "none" skips the component removal (L2 normalisation stays)."""
+        names = self._select(view)
+        token_ids = self.token_ids(sentences)
+        raw = self.raw_representations(token_ids, mode, names, batch_size, progress)
+        processor = self.postprocessing if postprocessing in ("stored", "none") else postprocessing
+        processed = [processor.apply(name, mode, raw[name], remove_pc=postprocessing != "none") for name in names]
+        if len(processed) == 1:
+            combined = processed[0]
+        elif mode == "unsupervised":
+            combined = torch.stack(processed).mean(0)
+        else:
+            combined = torch.cat(processed, dim=-1)
+        return combined.numpy().astype(np.float32, copy=False)
+
+    def fit_postprocessing(self, sentences: Sequence[str] | Sequence[np.ndarray], *, batch_size: int = 256,
+                           modes: Sequence[Mode] = MODES, store: bool = True,
+                           progress: bool = False) -> PostProcessing:
+        """Fit each view's top principal component, per mode, on ``sentences`` (raw strings, or token-id arrays
+        in this model's vocabulary, e.g. ``batching.sample_sentence_ids(corpus, n)``). ``store=True`` makes them
+        the model's stored components (saved with it); ``store=False`` only returns them (``pc_source: task``)."""
+        if len(sentences) == 0:
+            raise ValueError("fit_postprocessing needs at least one sentence")
+        token_ids = (self.token_ids(sentences) if isinstance(sentences[0], str)
+                     else [np.asarray(s, dtype=np.int64)[: self.max_len or None] for s in sentences])
+        components = {}
+        for mode in modes:
+            raw = self.raw_representations(token_ids, mode, self.view_names, batch_size, progress)
+            for name, z in raw.items():
+                moment = SecondMoment()
+                moment.add(z)
+                components[(name, mode)] = moment.top_component()
+        fitted = PostProcessing(components)
+        if store:
+            self.postprocessing = fitted
+        return fitted
+
+    def _select(self, view: str) -> list[str]:
+        if view == "ensemble":
+            return self.view_names
+        if view not in self.views:
+            raise ValueError(f"unknown view {view!r}: this model has {self.view_names} (or 'ensemble')")
+        return [view]
+
+    # --------------------------------------------------------------------------------------- save / load
+
+    def config(self) -> dict:
+        return {"format": FORMAT, "tokenizer": self.tokenizer.to_dict(), "max_len": self.max_len,
+                "views": {name: {"kind": v.kind, "config": v.config()} for name, v in self.views.items()},
+                "word_vectors": self.word_vectors is not None, "metadata": self.metadata}
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the model directory atomically: everything goes to a sibling temporary folder first."""
+        directory = Path(directory)
+        if directory.exists() and any(directory.iterdir()) and not (directory / CONFIG).is_file():
+            raise FileExistsError(f"{directory} exists and is not a model directory; refusing to overwrite it")
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            (staging / CONFIG).write_text(json.dumps(self.config(), indent=2))
+            state = {k: v.detach().cpu().contiguous() for k, v in self.views.state_dict().items()}
+            save_file(state, staging / WEIGHTS)
+            self.vocab.save(staging / VOCAB)
+            if self.word_vectors is not None:
+                np.save(staging / WORD_VECTORS, self.word_vectors.cpu().numpy())
+            save_file({k: v.cpu() for k, v in self.postprocessing.state().items()} or {}, staging / POSTPROCESSING)
+            if directory.exists():
+                shutil.rmtree(directory)
+            os.replace(staging, directory)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str | torch.device = "cpu") -> "SentenceEncoder":
+        directory = Path(directory)
+        config_path = directory / CONFIG
+        if not config_path.is_file():
+            raise FileNotFoundError(f"{directory} is not a model directory: {CONFIG} is missing")
+        config = json.loads(config_path.read_text())
+        if config.get("format") != FORMAT:
+            raise ValueError(f"{config_path}: format {config.get('format')!r}, expected {FORMAT!r}")
+        # importing the objectives registers every view kind they define (skip-thought's included)
+        from skipview.models.registry import import_objective_modules
+        import_objective_modules()
+        views = {name: build_view(spec["kind"], spec["config"]) for name, spec in config["views"].items()}
+        container = nn.ModuleDict(views)
+        container.load_state_dict(load_file(directory / WEIGHTS), strict=True)
+        word_vectors = np.load(directory / WORD_VECTORS) if config["word_vectors"] else None
+        post = PostProcessing.from_state(load_file(directory / POSTPROCESSING))
+        model = cls(views, Vocab.load(directory / VOCAB), Tokenizer.from_dict(config["tokenizer"]), word_vectors,
+                    max_len=config["max_len"], postprocessing=post, metadata=config.get("metadata"))
+        return model.to(device)

@@ -1,0 +1,105 @@
+"""Multi-view generative objective ("gen"), multi-view paper section 2.2.
+
+f encodes s_i; a linear decoder U (word dim x 2h) maps it to x_i = U z_f(s_i); every word w of s_{i+1} is
+predicted by negative sampling (eq. 1):
+
+    log sigma(x_i . v_w) + sum_{k=1..K} log sigma(-x_i . v_{w_k}),   w_k ~ unigram^0.75,
+
+with v the fixed word vectors. Loss: the negative, averaged over all target words of the batch. After every
+optimiser step the invertibility update (eq. 2, Cisse et al. 2017) U <- (1 + beta) U - beta (U U^T) U pulls
+U U^T towards I; after training g = U^T (a linear view with W = U^T). ``invertible: false`` is the Table 6
+ablation (beta = 0; g is still U^T).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from skipview.models.batching import PairBatch
+from skipview.models.encoder import SentenceEncoder
+from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
+from skipview.models.registry import ObjectiveConfig, register_objective
+from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors, he_normal_
+from skipview.models.vocab import SPECIALS
+
+
+class GenerativeConfig(ObjectiveConfig):
+    hidden_size: int = Field(1024, gt=0, description="GRU hidden size per direction h; U is word dim x 2h")
+    negatives: int = Field(5, gt=0, description="K negative samples per target word")
+    noise_power: float = Field(0.75, description="negatives ~ unigram count ** noise_power")
+    invertible: bool = Field(True, description="apply the invertibility update after every step (false: ablation)")
+    beta: float = Field(0.01, gt=0, description="step size of the invertibility update")
+
+
+def noise_distribution(counts: np.ndarray, has_vector: np.ndarray, power: float) -> torch.Tensor:
+    """unigram ** power over the words that can be negatives (real words with a word vector), normalised."""
+    weights = np.asarray(counts, dtype=np.float64) ** power * np.asarray(has_vector, dtype=bool)
+    weights[: len(SPECIALS)] = 0.0
+    if weights.sum() <= 0:
+        raise ValueError("no word has both a positive count and a word vector: cannot draw negative samples")
+    return torch.from_numpy(weights / weights.sum()).to(torch.float32)
+
+
+def invertibility_update(decoder: torch.Tensor, beta: float) -> None:
+    """In place: U <- (1 + beta) U - beta (U U^T) U. (U U^T) U = U (U^T U), so the product is taken in whichever
+    order is cheaper; the paper's footnote (U^T U - I when U is tall) is the same update."""
+    rows, cols = decoder.shape
+    product = (decoder @ decoder.T) @ decoder if rows <= cols else decoder @ (decoder.T @ decoder)
+    decoder.mul_(1.0 + beta).sub_(beta * product)
+
+
+@register_objective("gen", GenerativeConfig)
+class GenerativeObjective(Objective):
+    example_kind = ExampleKind.PAIR
+
+    def __init__(self, config: GenerativeConfig, *, vocab, word_vectors):
+        super().__init__()
+        self.config = config
+        vectors = frozen_word_vectors(word_vectors, len(vocab))
+        has_vector = vectors.abs().sum(dim=1) > 0
+        # constant buffers (rebuilt from vocab + vectors.npy, so not in checkpoints)
+        self.register_buffer("word_vectors", vectors, persistent=False)
+        self.register_buffer("has_vector", has_vector, persistent=False)
+        self.register_buffer("noise", noise_distribution(vocab.counts, has_vector.numpy(), config.noise_power),
+                             persistent=False)
+        dim = vectors.shape[1]
+        self.f = BiGRUView(dim, config.hidden_size)
+        self.decoder = torch.nn.Parameter(he_normal_(torch.empty(dim, 2 * config.hidden_size)))
+
+    def forward(self, batch: PairBatch) -> ObjectiveOutput:
+        sentences, targets = batch.sentences, batch.next
+        z = self.f.represent(embed(sentences, self.word_vectors), sentences)          # (B, 2h)
+        x = (z @ self.decoder.T).float()                                             # (B, dim)
+        batch_size, length = targets.ids.shape
+        # a word with no vector (zero) carries no signal: log sigma(0) whatever x is; leave it out of the average
+        weight = (targets.mask() & self.has_vector[targets.ids]).to(x.dtype)
+        positive = torch.einsum("bd,btd->bt", x, embed(targets, self.word_vectors))
+        negative_ids = torch.multinomial(self.noise, batch_size * length * self.config.negatives, replacement=True)
+        negative_vectors = self.word_vectors[negative_ids].view(batch_size, length * self.config.negatives, -1)
+        negative = torch.bmm(negative_vectors, x[:, :, None]).view(batch_size, length, self.config.negatives)
+        log_likelihood = torch.nn.functional.logsigmoid(positive) + torch.nn.functional.logsigmoid(-negative).sum(-1)
+        loss = -(log_likelihood * weight).sum() / weight.sum().clamp_min(1)
+        return ObjectiveOutput(loss, {"loss": loss.detach(), "invertibility_error": self.invertibility_error()})
+
+    @torch.no_grad()
+    def invertibility_error(self) -> torch.Tensor:
+        """||U U^T - I||_F (or U^T U when U is tall): 0 when U is row- (column-) orthonormal."""
+        u = self.decoder.float()
+        gram = u @ u.T if u.shape[0] <= u.shape[1] else u.T @ u
+        return torch.linalg.matrix_norm(gram - torch.eye(gram.shape[0], device=gram.device))
+
+    @torch.no_grad()
+    def after_optimizer_step(self) -> None:
+        if self.config.invertible:
+            invertibility_update(self.decoder.data, self.config.beta)
+
+    def sentence_encoder(self, tokenizer, vocab) -> SentenceEncoder:
+        g = LinearView(self.decoder.shape[0], self.decoder.shape[1])
+        g.linear.weight.data.copy_(self.decoder.detach().T)                          # W = U^T
+        views = {"f": copy.deepcopy(self.f).cpu().eval(), "g": g.cpu().eval()}
+        return SentenceEncoder(views, vocab, tokenizer, self.word_vectors.cpu(),
+                               metadata={"objective": "gen", "settings": self.config.model_dump()})

@@ -1,0 +1,202 @@
+"""Sentence views: the encoders a ``SentenceEncoder`` is made of.
+
+A view turns padded token ids into one vector per sentence. The multi-view paper's two views work on fixed
+word vectors shared by the whole model:
+
+* ``BiGRUView`` (f): a bi-directional GRU. Training representation: the last hidden state of each direction,
+  ``[h_fwd_last; h_bwd_last]``. Test pooling (paper Table 2): unsupervised ``mean_t(H)``, supervised
+  ``[max_t(H); mean_t(H); min_t(H); h_last]`` where ``h_last`` is the training representation.
+* ``LinearView`` (g): ``mean_t(W x_t)``; test pooling unsupervised the same, supervised
+  ``[max_t(WX); mean_t(WX); min_t(WX)]``.
+
+Other encoders (skip-thought's) subclass ``View`` and register themselves with ``register_view`` so that
+``SentenceEncoder.load`` can rebuild them from ``config.json``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Literal
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from skipview.models.batching import Sentences
+from skipview.models.vocab import PAD_ID
+
+Mode = Literal["unsupervised", "supervised"]
+MODES: tuple[Mode, ...] = ("unsupervised", "supervised")
+
+_VIEW_CLASSES: dict[str, type["View"]] = {}
+
+
+class View(nn.Module, ABC):
+    """One encoder of a sentence. ``kind`` names the class in saved models; ``config()`` rebuilds it."""
+
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def config(self) -> dict:
+        """Constructor keyword arguments (JSON-serialisable)."""
+
+    @abstractmethod
+    def encode(self, sentences: Sentences, mode: Mode, word_vectors: torch.Tensor | None) -> torch.Tensor:
+        """(B, D_mode) test-time representation. ``word_vectors`` is the model's fixed matrix (or None)."""
+
+    @abstractmethod
+    def output_dim(self, mode: Mode) -> int: ...
+
+
+def register_view(cls: type[View]) -> type[View]:
+    if cls.kind in _VIEW_CLASSES and _VIEW_CLASSES[cls.kind] is not cls:
+        raise ValueError(f"view kind {cls.kind!r} is registered twice")
+    _VIEW_CLASSES[cls.kind] = cls
+    return cls
+
+
+def build_view(kind: str, config: dict) -> View:
+    if kind not in _VIEW_CLASSES:
+        raise KeyError(f"unknown view kind {kind!r}; known: {sorted(_VIEW_CLASSES)} "
+                       "(is the module that defines it imported?)")
+    return _VIEW_CLASSES[kind](**config)
+
+
+# ------------------------------------------------------------------------------------------------ pooling
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Mean over time of (B, L, D) values where mask (B, L) is True."""
+    return (values * mask[..., None]).sum(1) / lengths[:, None].to(values.dtype)
+
+
+def masked_max(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return values.masked_fill(~mask[..., None], float("-inf")).amax(1)
+
+
+def masked_min(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return values.masked_fill(~mask[..., None], float("inf")).amin(1)
+
+
+def he_normal_(weight: torch.Tensor) -> torch.Tensor:
+    """He et al. (2015) initialisation, fan-in mode (paper appendix 3)."""
+    return nn.init.kaiming_normal_(weight, mode="fan_in", nonlinearity="relu")
+
+
+def embed(sentences: Sentences, word_vectors: torch.Tensor) -> torch.Tensor:
+    return nn.functional.embedding(sentences.ids, word_vectors)
+
+
+# -------------------------------------------------------------------------------------------------- views
+
+
+@register_view
+class BiGRUView(View):
+    """f: bi-GRU over fixed word vectors, hidden size h per direction (output 2h)."""
+
+    kind = "bigru"
+
+    def __init__(self, input_dim: int, hidden_size: int):
+        super().__init__()
+        self.input_dim, self.hidden_size = input_dim, hidden_size
+        # nn.GRU runs the fused cuDNN / oneDNN kernels over a PackedSequence: no Python loop over time.
+        self.gru = nn.GRU(input_dim, hidden_size, batch_first=True, bidirectional=True)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """He init for weights; the reset and update gate biases 1, the candidate biases 0 (paper appendix 3).
+        PyTorch's GRU has two bias vectors per gate (input and hidden side); the gate value 1 goes on the
+        input-side bias only, so each gate's total bias is 1."""
+        h = self.hidden_size
+        for name, param in self.gru.named_parameters():
+            if name.startswith("weight"):
+                he_normal_(param.data)
+            else:
+                param.data.zero_()
+                if name.startswith("bias_ih"):
+                    param.data[: 2 * h] = 1.0      # rows [r; z; n]: reset and update gates
+
+    def config(self) -> dict:
+        return {"input_dim": self.input_dim, "hidden_size": self.hidden_size}
+
+    def output_dim(self, mode: Mode) -> int:
+        return 2 * self.hidden_size * (4 if mode == "supervised" else 1)
+
+    def _run(self, x: torch.Tensor, sentences: Sentences, need_states: bool):
+        packed = pack_padded_sequence(x, sentences.lengths_cpu, batch_first=True, enforce_sorted=False)
+        outputs, last = self.gru(packed)
+        # last: (2, B, h) in the caller's row order (PackedSequence remembers the unsorting permutation)
+        last = torch.cat([last[0], last[1]], dim=-1)
+        if not need_states:
+            return None, last
+        states, _ = pad_packed_sequence(outputs, batch_first=True, total_length=x.shape[1])
+        return states, last
+
+    def represent(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
+        """Training representation [h_fwd_last; h_bwd_last], (B, 2h)."""
+        return self._run(x, sentences, need_states=False)[1]
+
+    def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
+        states, last = self._run(x, sentences, need_states=True)
+        mask = sentences.mask()
+        mean = masked_mean(states, mask, sentences.lengths)
+        if mode == "unsupervised":
+            return mean
+        return torch.cat([masked_max(states, mask), mean, masked_min(states, mask), last], dim=-1)
+
+    def encode(self, sentences, mode, word_vectors):
+        return self.pool(embed(sentences, word_vectors), sentences, mode)
+
+
+@register_view
+class LinearView(View):
+    """g: mean over time of W x_t, W of shape (output_dim, input_dim) (paper: 2h x word dim), no bias."""
+
+    kind = "linear"
+
+    def __init__(self, input_dim: int, output_dim: int):
+        super().__init__()
+        self.input_dim, self.out_dim = input_dim, output_dim
+        self.linear = nn.Linear(input_dim, output_dim, bias=False)
+        he_normal_(self.linear.weight.data)
+
+    def config(self) -> dict:
+        return {"input_dim": self.input_dim, "output_dim": self.out_dim}
+
+    def output_dim(self, mode: Mode) -> int:
+        return self.out_dim * (3 if mode == "supervised" else 1)
+
+    def represent(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
+        # W is linear, so mean_t(W x_t) = W mean_t(x_t): one (B, dim) x (dim, 2h) product instead of B*L of them
+        return self.linear(masked_mean(x, sentences.mask(), sentences.lengths))
+
+    def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
+        if mode == "unsupervised":
+            return self.represent(x, sentences)
+        projected = self.linear(x)
+        mask = sentences.mask()
+        return torch.cat([masked_max(projected, mask), masked_mean(projected, mask, sentences.lengths),
+                          masked_min(projected, mask)], dim=-1)
+
+    def encode(self, sentences, mode, word_vectors):
+        return self.pool(embed(sentences, word_vectors), sentences, mode)
+
+
+def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size: int) -> BiGRUView | LinearView:
+    """The paper's f or g for word vectors of ``word_dim`` and a GRU of ``hidden_size`` per direction."""
+    return BiGRUView(word_dim, hidden_size) if kind == "f" else LinearView(word_dim, 2 * hidden_size)
+
+
+def frozen_word_vectors(word_vectors, vocab_size: int) -> torch.Tensor:
+    """Fixed word-vector matrix as a float32 tensor, row <pad> forced to zero so padding contributes nothing."""
+    if word_vectors is None:
+        raise ValueError("the multi-view objectives need a fixed word-vector matrix (vectors.npy), got None")
+    matrix = torch.as_tensor(word_vectors, dtype=torch.float32).clone()
+    if matrix.ndim != 2 or matrix.shape[0] != vocab_size:
+        raise ValueError(f"word-vector matrix has shape {tuple(matrix.shape)}, expected ({vocab_size}, dim) "
+                         "to match the vocabulary")
+    if not torch.isfinite(matrix).all():
+        raise ValueError("word-vector matrix contains NaN or infinite values")
+    matrix[PAD_ID] = 0.0
+    return matrix
+

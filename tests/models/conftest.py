@@ -1,0 +1,90 @@
+"""Shared fixtures: a real prepared-corpus directory with planted topic structure, written in the test."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from skipview.models.corpus import PreparedCorpus
+from skipview.models.text import Tokenizer
+from skipview.models.vocab import SPECIALS, Vocab
+
+
+# The tensors here are tiny: one thread avoids OpenMP spin-waiting, which costs 10-20x on a shared 2-core machine.
+torch.set_num_threads(1)
+
+
+def write_prepared_corpus(path: Path, documents: list[list[list[str]]]) -> PreparedCorpus:
+    """Write documents (lists of tokenised sentences) in the prepared-corpus layout of DESIGN.md section 2."""
+    path.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for doc in documents:
+        for sentence in doc:
+            for word in sentence:
+                counts[word] = counts.get(word, 0) + 1
+    vocab = Vocab.from_counts(counts)
+    ids, offsets, doc_index = [], [0], []
+    for doc in documents:
+        doc_index.append(len(offsets) - 1)
+        for sentence in doc:
+            ids.extend(vocab.encode(sentence))
+            offsets.append(len(ids))
+    np.asarray(ids, dtype=np.uint32).tofile(path / "tokens.bin")
+    np.save(path / "offsets.npy", np.asarray(offsets, dtype=np.int64))
+    np.save(path / "doc_index.npy", np.asarray(doc_index, dtype=np.int64))
+    vocab.save(path / "vocab.tsv")
+    (path / "meta.json").write_text(json.dumps({
+        "sentences": len(offsets) - 1, "documents": len(documents), "tokens": len(ids),
+        "tokenizer": Tokenizer().to_dict()}))
+    return PreparedCorpus(path)
+
+
+@dataclass
+class TopicCorpus:
+    """Documents each about one topic. A sentence has a few topic words and many shared filler words; word
+    vectors are random, and the filler words' vectors are larger, so an untrained average is dominated by filler
+    and only a learned encoder separates topics."""
+
+    train: PreparedCorpus
+    held_out_sentences: list[str]
+    held_out_topics: np.ndarray
+    word_vectors: np.ndarray
+    num_topics: int
+
+
+def make_topic_documents(rng, num_docs, num_topics, topic_words, filler, sentences_per_doc=(6, 12)):
+    docs, topics = [], []
+    for _ in range(num_docs):
+        topic = int(rng.integers(num_topics))
+        doc = []
+        for _ in range(int(rng.integers(*sentences_per_doc))):
+            words = list(rng.choice(topic_words[topic], size=2)) + list(rng.choice(filler, size=int(rng.integers(5, 9))))
+            doc.append([str(w) for w in rng.permutation(words)])
+        docs.append(doc)
+        topics.append(topic)
+    return docs, topics
+
+
+@pytest.fixture(scope="session")
+def topic_corpus(tmp_path_factory) -> TopicCorpus:
+    rng = np.random.default_rng(1234)
+    num_topics, per_topic, dim = 8, 12, 32
+    topic_words = [[f"t{t}w{k}" for k in range(per_topic)] for t in range(num_topics)]
+    filler = [f"fill{k}" for k in range(10)]
+    train_docs, _ = make_topic_documents(rng, 300, num_topics, topic_words, filler)
+    corpus = write_prepared_corpus(tmp_path_factory.mktemp("topic_corpus"), train_docs)
+    vectors = rng.standard_normal((len(corpus.vocab), dim)).astype(np.float32)
+    for i, word in enumerate(corpus.vocab.words):
+        if word.startswith("fill"):
+            vectors[i] *= 3.0
+        if word in SPECIALS:
+            vectors[i] = 0.0
+    held_docs, held_topics = make_topic_documents(rng, 60, num_topics, topic_words, filler)
+    sentences = [" ".join(s) for doc in held_docs for s in doc]
+    topics = np.array([t for doc, t in zip(held_docs, held_topics) for _ in doc])
+    return TopicCorpus(corpus, sentences, topics, vectors, num_topics)
