@@ -5,7 +5,8 @@ Keys of a matrix file:
 
 ``cells``       the ablation proper. Each: ``name`` (unique, used in run names and tags), ``objective``
                 (``gen``/``disc``/``skipthought``), ``settings`` (overrides of the objective's settings),
-                ``tags`` (MLflow tags, strings), ``views`` (encoder view -> label printed in the report).
+                ``tags`` (MLflow tags, strings), ``views`` (encoder view name -> label printed in the report;
+                the names are the ``SentenceEncoder``'s: f, g, f1, f2, g1, g2, and ``ensemble``).
 ``references``  optional reference rows, same keys; a ``baseline`` (``avg`` or ``wr``) instead of an objective is
                 computed from the word vectors with no training.
 ``columns``     report columns: ``name``, ``title``, ``metrics`` (evaluation metric keys averaged per run over
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -32,7 +33,7 @@ STUDY_TAG = "skipview.study"
 STUDY = "ablation"
 CELL_TAG = "cell"
 SEED_TAG = "seed"
-VIEWS = ("f", "g", "ensemble")
+ENSEMBLE = "ensemble"
 HOURS = "train/hours"
 SENTENCES_SEEN = "train/sentences_seen"
 
@@ -51,7 +52,7 @@ class Cell(_Strict):
     baseline: Literal["avg", "wr"] | None = None
     settings: dict[str, Any] = {}
     tags: dict[str, str] = {}
-    views: dict[Literal["f", "g", "ensemble"], str] = Field(min_length=1)
+    views: dict[Annotated[str, Field(pattern=r"^[^/]+$")], str] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _trained_or_baseline(self):
@@ -69,8 +70,8 @@ class Column(_Strict):
 
 
 class Claim(_Strict):
-    better: str = Field(pattern=r"^[^/]+/(f|g|ensemble)$")
-    worse: str = Field(pattern=r"^[^/]+/(f|g|ensemble)$")
+    better: str = Field(pattern=r"^[^/]+/[^/]+$", description="cell/view")
+    worse: str = Field(pattern=r"^[^/]+/[^/]+$", description="cell/view")
     column: str
     paper: str = ""
 
@@ -138,6 +139,6 @@ def plan(matrix: Matrix, seeds: int, references: bool = False, first_seed: int =
 
 def metric_key(view: str, metric: str) -> str:
     """The MLflow metric key of an evaluation metric of one view (``ensemble/sts14.pearson.mean``)."""
-    if view not in VIEWS:
-        raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
+    if not view or "/" in view:
+        raise ValueError(f"a view name is non-empty and has no '/': {view!r}")
     return f"{view}/{metric}"

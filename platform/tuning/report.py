@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skipview.platform.tuning.matrix import (CELL_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG, Cell,
-                                             Matrix, metric_key)
+from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
+                                             Cell, Matrix, metric_key)
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,8 @@ def summary_json(summary: Summary) -> dict[str, Any]:
 
 
 def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
-    """Grouped bars: one panel per column that has data, one group per cell, one bar per view (std as error)."""
+    """Grouped bars: one panel per column that has data, one group per cell, one bar per view (seed std as error
+    bar)."""
     import matplotlib
 
     matplotlib.use("Agg")                      # no display on servers and CI
@@ -233,25 +234,30 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
     columns = [c for c in matrix.columns if any(summary.stats[r.name, v][c.name].n for r, v in summary.rows)]
     if not columns:
         raise ValueError("no run has any report metric: nothing to chart")
-    cells = list(dict.fromkeys(cell.name for cell, _ in summary.rows if summary.seeds[cell.name]))
-    views = ["f", "g", "ensemble"]
+    cells = list({cell.name: cell for cell, _ in summary.rows if summary.seeds[cell.name]}.values())
+    # Bars by slot: a cell's first view, its second view, then the ensemble (f/g, f1/f2, g1/g2 line up).
+    slots = ("view 1", "view 2", "ensemble")
     fig, axes = plt.subplots(len(columns), 1, figsize=(max(6.0, 1.3 * len(cells)), 2.8 * len(columns)),
                              squeeze=False)
-    width = 0.8 / len(views)
+    width = 0.8 / len(slots)
     for ax, column in zip(axes[:, 0], columns):
-        for i, view in enumerate(views):
+        for i, slot in enumerate(slots):
             xs, means, errors = [], [], []
             for x, cell in enumerate(cells):
-                stat = summary.stats.get((cell, view), {}).get(column.name)
+                views = [v for v in cell.views if v != ENSEMBLE]
+                view = ENSEMBLE if slot == ENSEMBLE else (views[i] if i < len(views) else None)
+                stat = summary.stats[cell.name, view][column.name] if view in cell.views else None
                 if stat is not None and stat.n:
                     xs.append(x + (i - 1) * width)
                     means.append(stat.mean)
                     errors.append(stat.std or 0.0)
-            ax.bar(xs, means, width, yerr=errors, capsize=2, label=view)
+            ax.bar(xs, means, width, yerr=errors, capsize=2, label=slot)
         ax.set_title(column.title, fontsize=9)
-        ax.set_xticks(range(len(cells)), cells, rotation=20, fontsize=8)
+        ax.set_xticks(range(len(cells)), [c.name for c in cells], rotation=20, ha="right", rotation_mode="anchor",
+                      fontsize=8)
+        ax.set_xlim(-0.6, len(cells) - 0.4)
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(title="view", fontsize=8, ncols=3)
+    axes[0, 0].legend(fontsize=8, ncols=3)
     fig.tight_layout()
     _write_aside(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)

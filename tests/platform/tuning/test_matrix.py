@@ -16,6 +16,7 @@ def test_shipped_matrix_is_table_6():
     assert sorted(c.settings["views"] for c in cells.values() if c.objective == "disc") == ["f", "ff", "fg", "g", "gg"]
     # single-view models only have their one view; every tagged cell carries the compare-view tags
     assert set(cells["disc-f"].views) == {"f"} and set(cells["disc-g"].views) == {"g"}
+    assert set(cells["disc-ff"].views) == {"f1", "f2", "ensemble"}     # the encoder's own view names
     assert all({"objective", "views"} <= set(c.tags) for c in matrix.cells)
     assert {r.baseline for r in matrix.references} == {None, "avg", "wr"}
 
@@ -38,7 +39,7 @@ def test_plan_runs_every_cell_per_seed_and_baselines_once():
 def test_metric_key_names_view_and_metric():
     assert metric_key("ensemble", "sts14.pearson.mean") == "ensemble/sts14.pearson.mean"
     with pytest.raises(ValueError, match="view"):
-        metric_key("h", "sts14.pearson.mean")
+        metric_key("f/g", "sts14.pearson.mean")
 
 
 @pytest.mark.parametrize("body, where, reason", [
@@ -52,9 +53,9 @@ def test_metric_key_names_view_and_metric():
         cells:
           - name: a
             objective: gen
-            views: {h: z_h}
+            views: {f/g: z_h}
         columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
-     """, ":5: cells.0.views.h", "'f', 'g' or 'ensemble'"),
+     """, ":5: cells.0.views.f/g", "should match pattern"),
     ("""
         cells:
           - {name: a, objective: gen, baseline: avg, views: {f: z_f}}
