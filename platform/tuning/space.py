@@ -5,12 +5,13 @@ Schema (every key below is checked; unknown keys are errors)::
     objective: disc            # the objective the space is for: disc | gen | skipthought
     description: free text     # optional
     space:
-      objective:               # fields of the objective's settings (its config class in skipview.models.registry)
-        window: {distribution: randint, low: 1, high: 5}
-        temperature_init: {distribution: loguniform, low: 0.05, high: 1.0}
+      objective:               # the objective's settings (its config class in skipview.models.registry),
+        context_window: {distribution: randint, low: 1, high: 5}        # i.e. TrainSettings.objective_settings
+        initial_temperature: {distribution: loguniform, low: 0.05, high: 1.0}
         views: fg              # a plain value is held constant in every trial
-      training:                # fields of the training settings (``skipview train --config``)
+      training:                # TrainSettings fields (``skipview train --config``); dotted keys reach nested ones
         batch_size: {distribution: choice, choices: [128, 256, 512]}
+        optimizer.lr: {distribution: loguniform, low: 1.0e-4, high: 2.0e-3}
 
 Distributions (``low``/``high`` are bounds; **integer bounds are inclusive at both ends** — Ray's own ``randint``
 excludes ``high`` but ``qrandint`` includes it; one rule here avoids that trap):
@@ -30,11 +31,13 @@ choice         choices (non-empty, distinct)     one of the choices
 
 Keys are checked against the config classes the trial will build (``validate_fields``): every key must be a
 field and every bound or choice must be a valid value of that field, so a typo fails at load time, not in the
-ninth trial an hour later. Errors name the file, the line and the key.
+ninth trial an hour later. Errors name the file, the line and the key. A trial's values are applied to the base
+training settings with ``apply_trial``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,11 +201,23 @@ class SearchSpace:
                 for section, keys in self.space.items()}
 
 
+def config_classes_for(objective: str) -> dict[str, type[BaseModel]]:
+    """The classes a trial of ``objective`` validates its settings with: the objective's registered config and
+    ``TrainSettings``. An objective the registry does not know yet has its section checked for structure only."""
+    from skipview.models import registry
+    from skipview.platform.training.config import TrainSettings
+
+    classes: dict[str, type[BaseModel]] = {"training": TrainSettings}
+    if objective in registry.objective_names():
+        classes["objective"] = registry.config_class(objective)
+    return classes
+
+
 def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] | None = None) -> SearchSpace:
     """Read and validate a search-space file; raise ``SearchSpaceError`` listing every problem.
 
-    ``config_classes`` maps a section (``objective``, ``training``) to the pydantic class its keys must belong to.
-    Sections left out are checked for structure only.
+    ``config_classes`` maps a section (``objective``, ``training``) to the pydantic class its keys must belong to;
+    by default the real ones (``config_classes_for``).
     """
     path = Path(path)
     data, lines = load_with_lines(path)
@@ -233,7 +248,8 @@ def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] |
         problems.append((("space",), "no key has a distribution: nothing to search"))
     if not problems:
         space = SearchSpace(raw.objective, parsed, raw.description, str(path))
-        problems = [(("space",) + at, why) for at, why in validate_fields(space, config_classes or {})]
+        classes = config_classes if config_classes is not None else config_classes_for(space.objective)
+        problems = [(("space",) + at, why) for at, why in validate_fields(space, classes)]
     if problems:
         raise SearchSpaceError(describe(path, lines, problems))
     return space
@@ -242,19 +258,20 @@ def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] |
 def validate_fields(space: SearchSpace, config_classes: Mapping[str, type[BaseModel]]
                     ) -> list[tuple[tuple[str, ...], str]]:
     """``((section, key), reason)`` for every key that is not a field of its section's class, and every bound or
-    choice that the field would reject."""
+    choice that the field would reject. Dotted keys (``optimizer.lr``) walk into nested settings classes."""
     problems = []
     for section, keys in space.space.items():
         cls = config_classes.get(section)
         if cls is None:
             continue
         for key, parameter in keys.items():
-            field = cls.model_fields.get(key)
+            field, missing = _field(cls, key)
             if field is None:
-                known = ", ".join(sorted(cls.model_fields))
-                problems.append(((section, key), f"not a field of {cls.__name__} (fields: {known})"))
+                problems.append(((section, key), missing))
                 continue
-            adapter = TypeAdapter(field.annotation)
+            # the field's constraints (gt=0, ge=2, ...) live in its metadata, not in its annotation
+            adapter = TypeAdapter(Annotated[(field.annotation, *field.metadata)] if field.metadata
+                                  else field.annotation)
             values = parameter.values_to_check() if isinstance(parameter, _Distribution) else [parameter]
             for value in values:
                 try:
@@ -263,3 +280,33 @@ def validate_fields(space: SearchSpace, config_classes: Mapping[str, type[BaseMo
                     reason = exc.errors()[0]["msg"]
                     problems.append(((section, key), f"{value!r} is not a valid {cls.__name__}.{key}: {reason}"))
     return problems
+
+
+def _field(cls: type[BaseModel], dotted: str):
+    """The pydantic field behind a dotted key, or ``(None, reason)``."""
+    *parents, leaf = dotted.split(".")
+    owner = cls
+    for part in parents:
+        field = owner.model_fields.get(part)
+        nested = field.annotation if field is not None else None
+        if not (isinstance(nested, type) and issubclass(nested, BaseModel)):
+            return None, f"{owner.__name__}.{part} is not a section of settings (dotted keys walk into sections)"
+        owner = nested
+    field = owner.model_fields.get(leaf)
+    if field is None:
+        return None, f"not a field of {owner.__name__} (fields: {', '.join(sorted(owner.model_fields))})"
+    return field, None
+
+
+def apply_trial(base: Mapping[str, Any], trial: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The training-settings tree of one trial: ``base`` (a ``TrainSettings`` dump) with the trial's objective
+    settings merged into ``objective_settings`` and its training keys set (dotted keys into sections)."""
+    tree = copy.deepcopy(dict(base))
+    tree["objective_settings"] = {**tree.get("objective_settings", {}), **trial.get("objective", {})}
+    for dotted, value in trial.get("training", {}).items():
+        *parents, leaf = dotted.split(".")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return tree

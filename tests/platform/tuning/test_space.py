@@ -9,9 +9,12 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from skipview.platform.tuning.space import SearchSpaceError, load_space
+from skipview.platform.tuning.space import SearchSpaceError, apply_trial, load_space
 
 SPACES = Path(__file__).resolve().parents[3] / "tune_spaces"
+
+
+STRUCTURE_ONLY: dict = {}       # no config classes: these tests are about the file's structure
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -22,6 +25,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("name", ["disc", "gen", "skipthought"])
 def test_shipped_spaces_load_and_convert(name):
+    """Checked against the registry's objective configs and TrainSettings (the classes a trial builds)."""
     from ray.tune.search.sample import Domain
 
     space = load_space(SPACES / f"{name}.yaml")
@@ -45,7 +49,7 @@ def test_integer_bounds_are_inclusive_and_constants_pass_through(tmp_path):
           training:
             batch_size: {distribution: qrandint, low: 64, high: 256, q: 64}
             lr: {distribution: loguniform, low: 1e-4, high: 1e-3}
-    """))
+    """), STRUCTURE_ONLY)
     converted = space.to_tune()
     assert converted["objective"]["views"] == "fg"
     windows = {converted["objective"]["window"].sample() for _ in range(300)}
@@ -119,7 +123,7 @@ def test_integer_bounds_are_inclusive_and_constants_pass_through(tmp_path):
 def test_errors_name_file_line_and_key(tmp_path, body, line, key, reason):
     path = write(tmp_path, body)
     with pytest.raises(SearchSpaceError) as caught:
-        load_space(path)
+        load_space(path, STRUCTURE_ONLY)
     message = str(caught.value)
     assert f"{path}:{line}: {key}: " in message, message
     assert reason in message, message
@@ -180,6 +184,43 @@ def test_optuna_search_accepts_the_converted_space():
     assert searcher.set_search_properties("sts14", "max", space.to_tune())
     for trial in range(4):
         config = searcher.suggest(str(trial))
-        assert 1 <= config["objective"]["window"] <= 5
+        assert 1 <= config["objective"]["context_window"] <= 5
         assert config["training"]["batch_size"] in (128, 256, 512)
-        searcher.on_trial_complete(str(trial), {"sts14": float(config["objective"]["window"])})
+        searcher.on_trial_complete(str(trial), {"sts14": float(config["objective"]["context_window"])})
+
+
+def test_shipped_keys_are_checked_against_the_real_settings(tmp_path):
+    path = write(tmp_path, """
+        objective: disc
+        space:
+          objective:
+            context_windw: {distribution: randint, low: 1, high: 5}
+            views: {distribution: choice, choices: [fg, gf]}
+          training:
+            optimizer.lrr: {distribution: loguniform, low: 1e-4, high: 1e-3}
+            batch_size.lr: {distribution: loguniform, low: 1e-4, high: 1e-3}
+            batch_size: {distribution: randint, low: 1, high: 8}
+    """)
+    with pytest.raises(SearchSpaceError) as caught:
+        load_space(path)
+    message = str(caught.value)
+    assert f"{path}:5: space.objective.context_windw: not a field of DiscriminativeConfig" in message
+    assert f"{path}:6: space.objective.views: 'gf' is not a valid DiscriminativeConfig.views" in message
+    assert f"{path}:8: space.training.optimizer.lrr: not a field of OptimizerSettings" in message
+    assert f"{path}:9: space.training.batch_size.lr: TrainSettings.batch_size is not a section" in message
+    assert f"{path}:10: space.training.batch_size: 1 is not a valid TrainSettings.batch_size" in message   # ge=2
+
+
+def test_a_trial_applied_to_base_settings_validates_as_training_settings():
+    from skipview.platform.training.config import TrainSettings
+
+    base = TrainSettings(objective="disc", corpus="/c", objective_settings={"hidden_size": 32, "views": "fg"},
+                         optimizer={"lr": 5e-4, "grad_clip": 10.0}).model_dump(mode="json")
+    trial = {"objective": {"context_window": 2, "learn_temperature": False},
+             "training": {"batch_size": 256, "optimizer.lr": 1e-3}}
+    settings = TrainSettings.model_validate(apply_trial(base, trial))
+    assert settings.objective_settings == {"hidden_size": 32, "views": "fg", "context_window": 2,
+                                           "learn_temperature": False}
+    assert settings.batch_size == 256
+    assert settings.optimizer.lr == 1e-3 and settings.optimizer.grad_clip == 10.0     # siblings kept
+    assert base["optimizer"]["lr"] == 5e-4                                             # the base is not mutated
