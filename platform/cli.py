@@ -9,6 +9,7 @@ import typer
 
 from skipview.platform.data import cli as data_cli
 from skipview.platform.training import cli as training_cli
+from skipview.platform.tuning import cli as tuning_cli
 
 app = typer.Typer(
     name="skipview",
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(data_cli.app, name="data")
 app.command("train")(training_cli.train)
+app.command("tune")(tuning_cli.tune)
 
 
 def main() -> None:

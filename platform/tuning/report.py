@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skipview.platform.tuning.files import write_aside, write_text_aside
 from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
                                              Cell, Matrix, metric_key)
 
@@ -259,7 +259,7 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
         ax.grid(axis="y", alpha=0.3)
     axes[0, 0].legend(fontsize=8, ncols=3)
     fig.tight_layout()
-    _write_aside(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    write_aside(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
 
 
@@ -276,14 +276,6 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
              "summary": out_dir / "ablation_summary.json"}
     render_chart(summary, matrix, paths["chart"])
     text = render_markdown(summary, matrix, paths["chart"].name)
-    _write_aside(paths["markdown"], lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-    payload = json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n"
-    _write_aside(paths["summary"], lambda tmp: Path(tmp).write_text(payload, encoding="utf-8"))
+    write_text_aside(paths["markdown"], text)
+    write_text_aside(paths["summary"], json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n")
     return paths
-
-
-def _write_aside(path: Path, write) -> None:
-    """Write next to ``path`` then rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
