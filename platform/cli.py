@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.training import cli as training_cli
 from skipview.platform.tuning import cli as tuning_cli
@@ -20,6 +21,8 @@ app = typer.Typer(
 )
 app.add_typer(data_cli.app, name="data")
 app.command("train")(training_cli.train)
+app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    cluster_cli.submit)
 app.command("tune")(tuning_cli.tune)
 
 

@@ -10,7 +10,6 @@ The skipview sources travel inside the logged model (``code_paths``): a served m
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -59,25 +58,13 @@ def _signature(dim: int):
                                               ParamSpec("view", "string", "ensemble")]))
 
 
-def _package_sources(into: Path) -> Path:
-    """A copy of ``skipview/{models,platform}`` (the Python sources only) for ``code_paths``."""
-    import skipview.models
-    import skipview.platform
-
-    root = into / "skipview"
-    for package in (skipview.models, skipview.platform):
-        source = Path(next(iter(package.__path__))).resolve()
-        shutil.copytree(source, root / package.__name__.split(".")[-1],
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return root
-
-
 def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: str = "encoder",
                 sample_sentences: list[str] | None = None) -> str:
     """Log ``model_dir`` as a pyfunc model in ``run_id``; returns the model URI."""
     import mlflow
 
     from skipview.models.encoder import SentenceEncoder
+    from skipview.platform.cluster.package import stage_package
 
     sample = sample_sentences or ["a sentence to embed ."]
     dim = np.asarray(SentenceEncoder.load(model_dir).encode(sample[:1])).shape[1]
@@ -85,30 +72,20 @@ def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: 
     with tempfile.TemporaryDirectory() as scratch, mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
         info = mlflow.pyfunc.log_model(name=name, python_model=EncoderModel(),
                                        artifacts={ENCODER_ARTIFACT: str(model_dir)},
-                                       code_paths=[str(_package_sources(Path(scratch)))],
+                                       code_paths=[str(stage_package(Path(scratch)))],
                                        signature=_signature(dim))
     return info.model_uri
 
 
-def resolve_encoder_dir(path_or_uri: str | Path) -> Path:
-    """A local model directory for a path, a logged MLflow model directory, or an MLflow model URI
-    (``runs:/<id>/encoder``, ``models:/<name>/<version>``, ``mlflow-artifacts:/...``)."""
-    text = str(path_or_uri)
-    if text.startswith(MLFLOW_SCHEMES):
-        import mlflow
-
-        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=text))
-    else:
-        local = Path(text)
-    if (local / "MLmodel").is_file():
-        local = local / "artifacts" / ENCODER_ARTIFACT
-    if not local.exists():
-        raise FileNotFoundError(f"{path_or_uri}: no model directory there")
-    return local
-
-
 def load_encoder(path_or_uri: str | Path):
-    """``SentenceEncoder.load`` that also accepts MLflow model URIs (models/ must not import mlflow)."""
+    """``SentenceEncoder.load`` that also accepts MLflow model URIs (``runs:/<id>/encoder``,
+    ``models:/<name>/<version>``, ``mlflow-artifacts:/...``) and logged model directories; models/ must not
+    import mlflow, so the resolution lives here."""
     from skipview.models.encoder import SentenceEncoder
 
-    return SentenceEncoder.load(resolve_encoder_dir(path_or_uri))
+    text = str(path_or_uri)
+    if text.startswith(MLFLOW_SCHEMES) or (Path(text) / "MLmodel").is_file():
+        import mlflow
+
+        return mlflow.pyfunc.load_model(text).unwrap_python_model().encoder
+    return SentenceEncoder.load(text)

@@ -56,9 +56,18 @@ def experiment_id(mlflow_client, name: str) -> str:
     from mlflow.exceptions import MlflowException
 
     try:
-        return mlflow_client.create_experiment(name)
+        return mlflow_client.create_experiment(name, artifact_location=artifact_location(mlflow_client, name))
     except MlflowException:          # created meanwhile by another process
         return mlflow_client.get_experiment_by_name(name).experiment_id
+
+
+def artifact_location(mlflow_client, experiment: str) -> str | None:
+    """Next to a SQLite store: MLflow's default (``./mlruns`` of whatever the working directory is) would scatter
+    artifacts into Ray's per-run working directories. Other stores keep their server's default."""
+    uri = mlflow_client.tracking_uri
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(uri[len("sqlite:///"):]).parent / "mlartifacts" / experiment).resolve().as_uri()
 
 
 def find_run(mlflow_client, experiment: str, run_key: str) -> str | None:

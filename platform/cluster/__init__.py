@@ -1,0 +1,1 @@
+"""Submitting skipview commands to a Ray cluster as jobs."""

@@ -1,0 +1,44 @@
+"""Tracking store default, params flattening, one MLflow run per run key, and DVC lineage lookup."""
+
+import yaml
+
+from skipview.platform.tracking import lineage, store
+
+
+def test_default_store_is_sqlite_in_cwd_unless_overridden(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert store.tracking_uri() == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking:5000")
+    assert store.tracking_uri() == "http://tracking:5000"
+
+
+def test_flatten_nested_settings():
+    assert store.flatten({"a": 1, "opt": {"lr": 0.1, "betas": [0.9, 0.99], "deep": {"x": None}}, "empty": {}}) == {
+        "a": 1, "opt.lr": 0.1, "opt.betas": [0.9, 0.99], "opt.deep.x": None, "empty": {}}
+
+
+def test_open_run_continues_the_run_of_a_key(tmp_path):
+    client = store.client(f"sqlite:///{tmp_path}/m.db")
+    first, resumed = store.open_run(client, "study", "runs/a", "a", params={"opt": {"lr": 1}}, tags={"seed": "0"})
+    assert not resumed
+    again, resumed = store.open_run(client, "study", "runs/a", "a", params={"opt": {"lr": 1}})
+    assert (again, resumed) == (first, True)
+    other, _ = store.open_run(client, "study", "runs/b", "b")
+    assert other != first
+    run = client.get_run(first)
+    assert run.data.params == {"opt.lr": "1"} and run.data.tags["seed"] == "0"
+    assert client.get_experiment_by_name("study").artifact_location == (tmp_path / "mlartifacts" / "study").as_uri()
+    store.log_metrics(client, first, {"loss": 2.0}, step=3)
+    assert [(m.step, m.value) for m in client.get_metric_history(first, "loss")] == [(3, 2.0)]
+
+
+def test_dvc_hash_from_lock_and_fallback(tmp_path):
+    data = tmp_path / "artifacts" / "prepared"
+    data.mkdir(parents=True)
+    (data / "meta.json").write_text("{}")
+    assert lineage.data_fingerprint(data).startswith("meta-sha256:")
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"prepare": {
+        "outs": [{"path": "artifacts/prepared", "md5": "0123abcd.dir"}]}}}))
+    assert lineage.data_fingerprint(data) == "dvc:0123abcd.dir"
+    assert lineage.git_commit() != ""

@@ -1,0 +1,46 @@
+"""Settings: overrides, validation errors that name the key, and the learning-rate schedule against its formula."""
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from skipview.platform.training.config import TrainSettings, load_settings
+from skipview.platform.training.loop import schedule_factor
+
+BASE = {"objective": "gen", "corpus": "/c"}
+
+
+def test_config_file_then_options_then_set(tmp_path):
+    config = tmp_path / "train.yaml"
+    config.write_text("batch_size: 32\noptimizer: {lr: 0.01}\nobjective_settings: {hidden: 64}\n")
+    settings = load_settings(config, BASE, ["optimizer.lr=2e-3", "objective_settings.invertible=false",
+                                            "max_steps=7"])
+    assert settings.batch_size == 32 and settings.optimizer.lr == 2e-3 and settings.max_steps == 7
+    assert settings.objective_settings == {"hidden": 64, "invertible": False}
+
+
+def test_unknown_and_bad_keys_are_named(tmp_path):
+    with pytest.raises(ValidationError, match="optimizer.lrr"):
+        load_settings(None, BASE, ["optimizer.lrr=1"])
+    with pytest.raises(ValidationError, match="batch_size"):
+        load_settings(None, BASE, ["batch_size=1"])
+    with pytest.raises(ValueError, match="expected key=value"):
+        load_settings(None, BASE, ["batch_size"])
+
+
+def test_a_run_needs_an_end():
+    with pytest.raises(ValidationError, match="max_steps or epochs"):
+        TrainSettings(**BASE, max_steps=None)
+
+
+@pytest.mark.parametrize("schedule", ["constant", "linear", "cosine"])
+def test_schedule_matches_its_formula(schedule):
+    settings = TrainSettings(**BASE, max_steps=110, optimizer={"schedule": schedule, "warmup_steps": 10})
+    for step in range(0, 120):
+        if step < 10:
+            expected = (step + 1) / 10
+        else:
+            t = min((step - 10) / 100, 1.0)
+            expected = {"constant": 1.0, "linear": 1 - t, "cosine": 0.5 * (1 + math.cos(math.pi * t))}[schedule]
+        assert schedule_factor(step, settings) == pytest.approx(expected)
