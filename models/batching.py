@@ -52,6 +52,7 @@ class Sentences:
     ids: torch.Tensor          # (B, L) int64, PAD_ID after each sentence's end
     lengths: torch.Tensor      # (B,) int64, same device as ids
     lengths_cpu: torch.Tensor  # (B,) int64, host
+    indices: np.ndarray | None = None   # corpus sentence numbers, when read from a corpus
 
     @classmethod
     def from_arrays(cls, sequences: list[np.ndarray] | list[list[int]]) -> "Sentences":
@@ -64,7 +65,7 @@ class Sentences:
 
     def to(self, device, non_blocking: bool = False) -> "Sentences":
         return Sentences(self.ids.to(device, non_blocking=non_blocking),
-                         self.lengths.to(device, non_blocking=non_blocking), self.lengths_cpu)
+                         self.lengths.to(device, non_blocking=non_blocking), self.lengths_cpu, self.indices)
 
     def mask(self) -> torch.Tensor:
         """(B, L) bool, True on real tokens."""
@@ -149,7 +150,7 @@ def read_sentences(corpus: PreparedCorpus, indices: np.ndarray, max_len: int) ->
     positions = np.minimum(positions, max(len(corpus.tokens) - 1, 0))
     ids = np.where(inside, np.asarray(corpus.tokens[positions.ravel()]).reshape(positions.shape), PAD_ID)
     lengths = torch.from_numpy(np.maximum(true_lengths, 1))
-    return Sentences(torch.from_numpy(ids.astype(np.int64)), lengths, lengths)
+    return Sentences(torch.from_numpy(ids.astype(np.int64)), lengths, lengths, indices)
 
 
 def sample_sentence_ids(corpus: PreparedCorpus, num_sentences: int, *, seed: int = 0,

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from skipview.models.batching import PairBatch
+from skipview.models.batching import PairBatch, Sentences
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
 from skipview.models.registry import ObjectiveConfig, register_objective
@@ -71,19 +71,24 @@ class GenerativeObjective(Objective):
         self.decoder = torch.nn.Parameter(he_normal_(torch.empty(dim, 2 * config.hidden_size)))
 
     def forward(self, batch: PairBatch) -> ObjectiveOutput:
-        sentences, targets = batch.sentences, batch.next
+        sentences = batch.sentences
         z = self.f.represent(embed(sentences, self.word_vectors), sentences)          # (B, 2h)
-        x = (z @ self.decoder.T).float()                                             # (B, dim)
+        loss = self.negative_sampling_loss((z @ self.decoder.T).float(), batch.next)
+        return ObjectiveOutput(loss, {"loss": loss.detach(), "invertibility_error": self.invertibility_error()})
+
+    def negative_sampling_loss(self, x: torch.Tensor, targets: Sentences) -> torch.Tensor:
+        """-mean over target words w of [log sigma(x . v_w) + sum_k log sigma(-x . v_wk)]; x is (B, word dim).
+        Negatives are drawn from the global torch RNG on x's device (no host sync)."""
         batch_size, length = targets.ids.shape
+        negatives = self.config.negatives
         # a word with no vector (zero) carries no signal: log sigma(0) whatever x is; leave it out of the average
         weight = (targets.mask() & self.has_vector[targets.ids]).to(x.dtype)
-        positive = torch.einsum("bd,btd->bt", x, embed(targets, self.word_vectors))
-        negative_ids = torch.multinomial(self.noise, batch_size * length * self.config.negatives, replacement=True)
-        negative_vectors = self.word_vectors[negative_ids].view(batch_size, length * self.config.negatives, -1)
-        negative = torch.bmm(negative_vectors, x[:, :, None]).view(batch_size, length, self.config.negatives)
+        positive = torch.einsum("bd,btd->bt", x, embed(targets, self.word_vectors).to(x.dtype))
+        negative_ids = torch.multinomial(self.noise, batch_size * length * negatives, replacement=True)
+        negative_vectors = self.word_vectors[negative_ids].view(batch_size, length * negatives, -1).to(x.dtype)
+        negative = torch.bmm(negative_vectors, x[:, :, None]).view(batch_size, length, negatives)
         log_likelihood = torch.nn.functional.logsigmoid(positive) + torch.nn.functional.logsigmoid(-negative).sum(-1)
-        loss = -(log_likelihood * weight).sum() / weight.sum().clamp_min(1)
-        return ObjectiveOutput(loss, {"loss": loss.detach(), "invertibility_error": self.invertibility_error()})
+        return -(log_likelihood * weight).sum() / weight.sum().clamp_min(1)
 
     @torch.no_grad()
     def invertibility_error(self) -> torch.Tensor:

@@ -19,15 +19,16 @@ from skipview.models.vocab import SPECIALS, Vocab
 torch.set_num_threads(1)
 
 
-def write_prepared_corpus(path: Path, documents: list[list[list[str]]]) -> PreparedCorpus:
-    """Write documents (lists of tokenised sentences) in the prepared-corpus layout of DESIGN.md section 2."""
+def write_prepared_corpus(path: Path, documents: list[list[list[str]]], vocab: Vocab | None = None) -> PreparedCorpus:
+    """Write documents (lists of tokenised sentences) in the prepared-corpus layout of DESIGN.md section 2
+    (vocabulary from their own counts unless one is given, e.g. to share ids with a training corpus)."""
     path.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     for doc in documents:
         for sentence in doc:
             for word in sentence:
                 counts[word] = counts.get(word, 0) + 1
-    vocab = Vocab.from_counts(counts)
+    vocab = vocab or Vocab.from_counts(counts)
     ids, offsets, doc_index = [], [0], []
     for doc in documents:
         doc_index.append(len(offsets) - 1)
@@ -46,11 +47,12 @@ def write_prepared_corpus(path: Path, documents: list[list[list[str]]]) -> Prepa
 
 @dataclass
 class TopicCorpus:
-    """Documents each about one topic. A sentence has a few topic words and many shared filler words; word
-    vectors are random, and the filler words' vectors are larger, so an untrained average is dominated by filler
-    and only a learned encoder separates topics."""
+    """Documents each about one topic. A sentence has 2 topic words and 5-8 shared filler words. Words of one
+    topic have nearby vectors (a topic centroid plus noise); filler vectors are random and 3x longer, so an
+    untrained encoder is dominated by filler and only a learned one separates topics."""
 
     train: PreparedCorpus
+    held_out: PreparedCorpus              # same vocabulary as train
     held_out_sentences: list[str]
     held_out_topics: np.ndarray
     word_vectors: np.ndarray
@@ -76,15 +78,49 @@ def topic_corpus(tmp_path_factory) -> TopicCorpus:
     num_topics, per_topic, dim = 8, 12, 32
     topic_words = [[f"t{t}w{k}" for k in range(per_topic)] for t in range(num_topics)]
     filler = [f"fill{k}" for k in range(10)]
-    train_docs, _ = make_topic_documents(rng, 300, num_topics, topic_words, filler)
+    train_docs, _ = make_topic_documents(rng, 1000, num_topics, topic_words, filler)
     corpus = write_prepared_corpus(tmp_path_factory.mktemp("topic_corpus"), train_docs)
     vectors = rng.standard_normal((len(corpus.vocab), dim)).astype(np.float32)
+    centroids = rng.standard_normal((num_topics, dim)).astype(np.float32)
     for i, word in enumerate(corpus.vocab.words):
         if word.startswith("fill"):
             vectors[i] *= 3.0
+        elif word.startswith("t"):          # like real word vectors: words of one topic lie near each other
+            vectors[i] = centroids[int(word[1:word.index("w")])] + 0.7 * vectors[i]
         if word in SPECIALS:
             vectors[i] = 0.0
     held_docs, held_topics = make_topic_documents(rng, 60, num_topics, topic_words, filler)
+    held_out = write_prepared_corpus(tmp_path_factory.mktemp("topic_held_out"), held_docs, corpus.vocab)
     sentences = [" ".join(s) for doc in held_docs for s in doc]
     topics = np.array([t for doc, t in zip(held_docs, held_topics) for _ in doc])
-    return TopicCorpus(corpus, sentences, topics, vectors, num_topics)
+    return TopicCorpus(corpus, held_out, sentences, topics, vectors, num_topics)
+
+
+def train_steps(objective, corpus: PreparedCorpus, steps: int, batch_size: int, lr: float, seed: int = 0):
+    """The trainer contract (models/objective.py) on CPU: forward, backward, Adam step, after_optimizer_step."""
+    torch.manual_seed(seed)
+    optimiser = torch.optim.Adam([p for p in objective.parameters() if p.requires_grad], lr=lr)
+    from skipview.models.batching import iterate_batches
+    done, epoch = 0, 0
+    while done < steps:
+        for batch in iterate_batches(corpus, objective.example_kind, batch_size, seed=seed, epoch=epoch):
+            output = objective(batch)
+            optimiser.zero_grad()
+            output.loss.backward()
+            optimiser.step()
+            objective.after_optimizer_step()
+            done += 1
+            if done == steps:
+                return output
+        epoch += 1
+    return output
+
+
+@pytest.fixture
+def train():
+    return train_steps
+
+
+@pytest.fixture(scope="session")
+def write_corpus():
+    return write_prepared_corpus

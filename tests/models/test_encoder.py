@@ -1,0 +1,110 @@
+"""SentenceEncoder: save/load round trip, batch-size independence, post-processing, ensembles."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from skipview.models import registry
+from skipview.models.batching import sample_sentence_ids
+from skipview.models.encoder import PostProcessing, SentenceEncoder
+
+SENTENCES = ["t0w1 fill2 fill3 t0w4 .", "Fill1 t3w2, fill5!", "", "t5w0 t5w1 t5w2 fill0 fill1 fill2 fill3 fill4",
+             "unknownword fill1", "t7w3"]
+
+
+@pytest.fixture(params=["disc", "gen"])
+def encoder(request, topic_corpus):
+    corpus = topic_corpus.train
+    torch.manual_seed(0)
+    objective = registry.build_objective(request.param, {"hidden_size": 8}, vocab=corpus.vocab,
+                                         word_vectors=topic_corpus.word_vectors)
+    model = objective.sentence_encoder(corpus.tokenizer, corpus.vocab)
+    model.fit_postprocessing(sample_sentence_ids(corpus, 300))
+    return model
+
+
+@pytest.mark.parametrize("mode", ["unsupervised", "supervised"])
+def test_save_load_round_trip_gives_identical_vectors(encoder, tmp_path, mode):
+    path = encoder.save(tmp_path / "model")
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors",
+                                                      "postprocessing.safetensors", "vocab.tsv", "word_vectors.npy"]
+    loaded = SentenceEncoder.load(path)
+    for view in ["ensemble", *encoder.view_names]:
+        assert np.array_equal(encoder.encode(SENTENCES, mode, view), loaded.encode(SENTENCES, mode, view))
+    encoder.save(path)                                                   # overwriting a model directory is fine
+    assert not [p for p in tmp_path.iterdir() if p.name != "model"]     # no staging leftovers
+
+
+def test_save_refuses_to_overwrite_a_foreign_directory(encoder, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a model directory"):
+        encoder.save(tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("mode", ["unsupervised", "supervised"])
+def test_encode_does_not_depend_on_batch_size(encoder, mode):
+    many = SENTENCES * 7
+    reference = encoder.encode(many, mode, batch_size=len(many))
+    for batch_size in (1, 3, 16):
+        np.testing.assert_allclose(encoder.encode(many, mode, batch_size=batch_size), reference, rtol=0, atol=2e-6)
+
+
+def test_postprocessing_removes_the_stored_component_and_normalises(encoder):
+    for mode in ("unsupervised", "supervised"):
+        for view in encoder.view_names:
+            vectors = encoder.encode(SENTENCES, mode, view)
+            u = encoder.postprocessing.components[(view, mode)].numpy()
+            nonempty = np.linalg.norm(vectors, axis=1) > 0
+            np.testing.assert_allclose(np.linalg.norm(vectors[nonempty], axis=1), 1.0, rtol=1e-5)
+            np.testing.assert_allclose(vectors @ u, 0.0, atol=1e-5)
+            assert vectors.shape[1] == encoder.views[view].output_dim(mode)
+
+
+def test_ensemble_is_the_average_unsupervised_and_the_concatenation_supervised(encoder):
+    f, g = (encoder.encode(SENTENCES, "unsupervised", v) for v in ("f", "g"))
+    np.testing.assert_allclose(encoder.encode(SENTENCES, "unsupervised"), (f + g) / 2, atol=1e-6)
+    f, g = (encoder.encode(SENTENCES, "supervised", v) for v in ("f", "g"))
+    np.testing.assert_allclose(encoder.encode(SENTENCES, "supervised"), np.concatenate([f, g], 1), atol=1e-6)
+
+
+def test_components_fitted_on_the_task_are_used_without_replacing_the_stored_ones(encoder):
+    stored = {k: v.clone() for k, v in encoder.postprocessing.components.items()}
+    task = encoder.fit_postprocessing(SENTENCES, store=False)
+    assert all(torch.equal(encoder.postprocessing.components[k], v) for k, v in stored.items())
+    vectors = encoder.encode(SENTENCES, view="f", postprocessing=task)
+    np.testing.assert_allclose(vectors @ task.components[("f", "unsupervised")].numpy(), 0, atol=1e-5)
+    raw = encoder.encode(SENTENCES, view="f", postprocessing="none")
+    assert not np.allclose(raw, vectors)
+
+
+def test_tokenisation_is_the_corpus_one_and_unknown_words_map_to_unk(encoder):
+    ids = encoder.token_ids(["Fill1 t3w2, fill5!", "unknownword"])
+    assert encoder.vocab.decode(ids[0]) == ["fill1", "t3w2", "<unk>", "fill5", "<unk>"]     # lower-cased, split
+    assert encoder.vocab.decode(ids[1]) == ["<unk>"]
+
+
+def test_clear_errors(encoder, tmp_path):
+    with pytest.raises(ValueError, match="unknown view 'h'"):
+        encoder.encode(SENTENCES, view="h")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        encoder.encode(SENTENCES, mode="both")
+    bare = SentenceEncoder(dict(encoder.views), encoder.vocab, encoder.tokenizer, encoder.word_vectors)
+    with pytest.raises(KeyError, match="fit_postprocessing"):
+        bare.encode(SENTENCES)
+    with pytest.raises(FileNotFoundError, match="config.json is missing"):
+        SentenceEncoder.load(tmp_path)
+    path = encoder.save(tmp_path / "m")
+    config = json.loads((path / "config.json").read_text())
+    config["views"]["f"]["kind"] = "lstm"
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(KeyError, match="unknown view kind 'lstm'"):
+        SentenceEncoder.load(path)
+
+
+def test_postprocessing_state_round_trip():
+    components = {("f", "unsupervised"): torch.ones(3), ("g1", "supervised"): torch.zeros(2)}
+    restored = PostProcessing.from_state(PostProcessing(components).state()).components
+    assert restored.keys() == components.keys()

@@ -1,0 +1,131 @@
+"""Generative objective: negative-sampling loss against a loop, noise distribution, invertibility, learning."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import chisquare
+
+from skipview.models import registry
+from skipview.models.batching import PairBatch, Sentences, iterate_batches
+from skipview.models.generative import invertibility_update
+from skipview.models.vocab import SPECIALS
+
+
+def build(topic_corpus, **settings):
+    corpus = topic_corpus.train
+    return registry.build_objective("gen", {"hidden_size": 8, **settings}, vocab=corpus.vocab,
+                                    word_vectors=topic_corpus.word_vectors)
+
+
+def test_loss_matches_a_loop_over_target_words(topic_corpus):
+    objective = build(topic_corpus, negatives=3)
+    corpus = topic_corpus.train
+    batch = PairBatch(Sentences.from_arrays([corpus.sentence(i) for i in (0, 1, 2)]),
+                      Sentences.from_arrays([corpus.sentence(i) for i in (1, 2, 3)]))
+    torch.manual_seed(7)
+    loss = objective(batch).loss
+    with torch.no_grad():
+        s = batch.sentences
+        x = objective.f.represent(objective.word_vectors[s.ids], s) @ objective.decoder.T
+    torch.manual_seed(7)         # replay the same negative draws
+    b, t = batch.next.ids.shape
+    negatives = torch.multinomial(objective.noise, b * t * 3, replacement=True).view(b, t, 3)
+    vectors, sigmoid = objective.word_vectors, lambda v: 1 / (1 + math.exp(-v))
+    terms = []
+    for i in range(b):
+        for j in range(int(batch.next.lengths[i])):
+            word = int(batch.next.ids[i, j])
+            value = math.log(sigmoid(float(x[i] @ vectors[word])))
+            value += sum(math.log(sigmoid(-float(x[i] @ vectors[int(k)]))) for k in negatives[i, j])
+            terms.append(-value)
+    assert loss.item() == pytest.approx(sum(terms) / len(terms), rel=1e-5)
+
+
+def test_negative_sampling_frequencies_follow_unigram_to_the_075(topic_corpus):
+    objective = build(topic_corpus)
+    counts = topic_corpus.train.vocab.counts.astype(np.float64)
+    expected = counts ** 0.75
+    expected[: len(SPECIALS)] = 0
+    expected /= expected.sum()
+    torch.manual_seed(3)
+    draws = 200_000
+    observed = np.bincount(torch.multinomial(objective.noise, draws, replacement=True).numpy(),
+                           minlength=len(counts))
+    assert observed[: len(SPECIALS)].sum() == 0                 # specials are never negatives
+    real = expected > 0
+    statistic, p_value = chisquare(observed[real], expected[real] * draws)
+    assert p_value > 1e-3, statistic
+    # and the test has power: plain unigram frequencies are rejected
+    unigram = counts[real] / counts[real].sum()
+    assert chisquare(observed[real], unigram * draws).pvalue < 1e-6
+
+
+def test_invertibility_update_drives_u_towards_row_orthonormal():
+    torch.manual_seed(0)
+    for shape in [(6, 10), (10, 6)]:           # wide (the paper's U: dim x 2h) and tall (footnote case)
+        u = torch.randn(*shape, dtype=torch.float64) * 0.5
+        small = min(shape)
+
+        def error():
+            gram = u @ u.T if shape[0] <= shape[1] else u.T @ u
+            return torch.linalg.matrix_norm(gram - torch.eye(small, dtype=torch.float64)).item()
+        start = error()
+        history = []
+        for _ in range(3000):
+            invertibility_update(u, beta=0.01)
+            history.append(error())
+        assert start > 1.0 and history[-1] < 1e-6
+        assert history[100] < start
+
+
+def test_invertibility_runs_after_each_step_and_is_off_in_the_ablation(topic_corpus):
+    on, off = build(topic_corpus), build(topic_corpus, invertible=False)
+    before_on, before_off = on.invertibility_error().item(), off.decoder.detach().clone()
+    for _ in range(50):
+        on.after_optimizer_step()
+        off.after_optimizer_step()
+    assert on.invertibility_error().item() < before_on
+    assert torch.equal(off.decoder.detach(), before_off)
+
+
+def test_g_is_u_transposed(topic_corpus):
+    objective = build(topic_corpus)
+    encoder = objective.sentence_encoder(topic_corpus.train.tokenizer, topic_corpus.train.vocab)
+    assert encoder.view_names == ["f", "g"]
+    torch.testing.assert_close(encoder.views["g"].linear.weight, objective.decoder.detach().T)
+
+
+def held_out_loss(loss_of_batch, corpus, repeats=5) -> float:
+    torch.manual_seed(99)
+    with torch.no_grad():
+        values = [loss_of_batch(batch).item() for _ in range(repeats)
+                  for batch in iterate_batches(corpus, "pair", 32, seed=1)]
+    return float(np.mean(values))
+
+
+def test_generative_training_beats_the_unigram_baseline_on_held_out_pairs(topic_corpus, train):
+    """The unigram baseline predicts the next sentence's words without looking at the sentence: the best single
+    vector x fitted with the same loss and the same number of steps. A model that read the sentence (and so its
+    topic) must do clearly better on held-out documents."""
+    corpus, held_out = topic_corpus.train, topic_corpus.held_out
+    torch.manual_seed(0)
+    objective = build(topic_corpus, hidden_size=16)
+    initial = held_out_loss(lambda b: objective(b).loss, held_out)
+    train(objective, corpus, steps=400, batch_size=32, lr=1e-2)
+    trained = held_out_loss(lambda b: objective(b).loss, held_out)
+
+    constant = torch.nn.Parameter(torch.zeros(topic_corpus.word_vectors.shape[1]))
+    optimiser = torch.optim.Adam([constant], lr=1e-2)
+    batches = (batch for epoch in range(100) for batch in iterate_batches(corpus, "pair", 32, epoch=epoch))
+    for _, batch in zip(range(400), batches):
+        loss = objective.negative_sampling_loss(constant.expand(batch.num_sentences, -1), batch.next)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    baseline = held_out_loss(lambda b: objective.negative_sampling_loss(
+        constant.expand(b.num_sentences, -1), b.next), held_out)
+    print(f"held-out loss: untrained {initial:.3f} unigram baseline {baseline:.3f} trained {trained:.3f}")
+    assert trained < baseline - 0.1
+    assert trained < initial

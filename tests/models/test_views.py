@@ -1,0 +1,113 @@
+"""Encoders f and g: packed bi-GRU against per-sentence runs, pooling with padding, initialisation, frozen vectors."""
+
+import numpy as np
+import pytest
+import torch
+
+from skipview.models import registry
+from skipview.models.batching import Sentences, WindowBatch
+from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors
+
+LENGTHS = [5, 1, 3, 4]
+
+
+@pytest.fixture
+def batch_and_vectors():
+    torch.manual_seed(0)
+    vectors = frozen_word_vectors(torch.randn(20, 6), 20)
+    sentences = Sentences.from_arrays([list(torch.randint(4, 20, (n,)).tolist()) for n in LENGTHS])
+    return sentences, vectors
+
+
+def run_alone(view: BiGRUView, x_row: torch.Tensor):
+    """Reference: one unpadded sentence through the GRU, no packing."""
+    outputs, last = view.gru(x_row[None])
+    return outputs[0], torch.cat([last[0, 0], last[1, 0]])
+
+
+def test_packed_bigru_last_states_match_running_each_sentence_alone(batch_and_vectors):
+    sentences, vectors = batch_and_vectors
+    view = BiGRUView(6, 5)
+    x = embed(sentences, vectors)
+    batched = view.represent(x, sentences)
+    for row, n in enumerate(LENGTHS):
+        _, last = run_alone(view, x[row, :n])
+        torch.testing.assert_close(batched[row], last, rtol=1e-5, atol=1e-6)
+
+
+def test_bigru_pooling_ignores_padding(batch_and_vectors):
+    sentences, vectors = batch_and_vectors
+    view = BiGRUView(6, 5)
+    x = embed(sentences, vectors)
+    x_garbage = x.clone()
+    x_garbage[~sentences.mask()] = 1e3                 # padding positions must never reach a pooled value
+    unsupervised = view.pool(x_garbage, sentences, "unsupervised")
+    supervised = view.pool(x_garbage, sentences, "supervised")
+    assert supervised.shape == (4, view.output_dim("supervised")) == (4, 40)
+    for row, n in enumerate(LENGTHS):
+        states, last = run_alone(view, x[row, :n])
+        torch.testing.assert_close(unsupervised[row], states.mean(0), rtol=1e-5, atol=1e-6)
+        expected = torch.cat([states.max(0).values, states.mean(0), states.min(0).values, last])
+        torch.testing.assert_close(supervised[row], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_pooling_ignores_padding(batch_and_vectors):
+    sentences, vectors = batch_and_vectors
+    view = LinearView(6, 8)
+    x = embed(sentences, vectors)
+    x[~sentences.mask()] = -1e3
+    unsupervised = view.pool(x, sentences, "unsupervised")
+    supervised = view.pool(x, sentences, "supervised")
+    assert torch.equal(unsupervised, view.represent(x, sentences))
+    weight = view.linear.weight
+    for row, n in enumerate(LENGTHS):
+        projected = x[row, :n] @ weight.T
+        torch.testing.assert_close(unsupervised[row], projected.mean(0), rtol=1e-5, atol=1e-5)
+        expected = torch.cat([projected.max(0).values, projected.mean(0), projected.min(0).values])
+        torch.testing.assert_close(supervised[row], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_initialisation_follows_the_paper_appendix():
+    torch.manual_seed(0)
+    view = BiGRUView(300, 256)
+    h = 256
+    for name, param in view.gru.named_parameters():
+        if name.startswith("bias_ih"):
+            assert torch.all(param[: 2 * h] == 1) and torch.all(param[2 * h:] == 0)     # gates 1, candidate 0
+        elif name.startswith("bias_hh"):
+            assert torch.all(param == 0)
+        else:                                                                           # He: std sqrt(2 / fan_in)
+            assert param.std().item() == pytest.approx((2 / param.shape[1]) ** 0.5, rel=0.05)
+    g = LinearView(300, 512)
+    assert g.linear.bias is None
+    assert g.linear.weight.std().item() == pytest.approx((2 / 300) ** 0.5, rel=0.05)
+
+
+def test_pad_row_of_the_word_vectors_is_zero_and_bad_matrices_are_rejected():
+    matrix = frozen_word_vectors(np.ones((5, 3), dtype=np.float32), 5)
+    assert torch.all(matrix[0] == 0) and torch.all(matrix[1:] == 1)
+    with pytest.raises(ValueError, match="expected \\(6, dim\\)"):
+        frozen_word_vectors(np.ones((5, 3)), 6)
+    with pytest.raises(ValueError, match="NaN"):
+        frozen_word_vectors(np.full((5, 3), np.nan), 5)
+
+
+@pytest.mark.parametrize("name", ["disc", "gen"])
+def test_frozen_word_vectors_receive_no_gradient(topic_corpus, name):
+    corpus = topic_corpus.train
+    objective = registry.build_objective(name, {"hidden_size": 4}, vocab=corpus.vocab,
+                                         word_vectors=topic_corpus.word_vectors)
+    assert not objective.word_vectors.requires_grad
+    assert all(p.data_ptr() != objective.word_vectors.data_ptr() for p in objective.parameters())
+    before = objective.word_vectors.clone()
+    ids = [corpus.sentence(i) for i in range(6)]
+    if name == "disc":
+        batch = WindowBatch(Sentences.from_arrays(ids), torch.zeros(6, dtype=torch.long))
+    else:
+        from skipview.models.batching import PairBatch
+        batch = PairBatch(Sentences.from_arrays(ids[:3]), Sentences.from_arrays(ids[3:]))
+    optimiser = torch.optim.SGD(objective.parameters(), lr=1.0)
+    objective(batch).loss.backward()
+    optimiser.step()
+    assert objective.word_vectors.grad is None
+    assert torch.equal(objective.word_vectors, before)
