@@ -1,0 +1,144 @@
+"""The skip-thought network: a GRU sentence encoder and two conditional-GRU decoders (Kiros et al. 2015, eqs. 1-9).
+
+Every recurrence runs in PyTorch's fused GRU (cuDNN on GPU, oneDNN/ATen on CPU) over packed sequences, so
+training has no Python loop over time steps and padding never enters a state.
+
+The decoder's conditional GRU (eqs. 5-8) adds ``C_r h_i``, ``C_z h_i`` and ``C h_i`` to the gate and candidate
+pre-activations, outside the reset gate, exactly where a GRU adds its input projection. A GRU whose input at
+step t is ``[x_{t-1}; h_i]`` therefore computes eqs. 5-8 with ``[W; C]`` as its input weights
+(tests/models/test_skipthought_network.py checks this against the equations written out step by step).
+
+One difference from the printed equations, shared by the encoder (eq. 3) and the decoders (eq. 7): the fused
+kernel applies the reset gate after the recurrent product, ``r ⊙ (U h + b)``, while the paper prints
+``U (r ⊙ h)``. The two are different functions of the weights (no re-parameterisation maps one to the other),
+so this is a choice, made because (1) the authors' released skip-thought code — the implementation behind the
+paper's uni-skip/bi-skip models — computes ``r ⊙ (U h)`` too, and (2) it is the only form cuDNN fuses. The test
+also demonstrates that the printed form differs. The update gate is the paper's up to the labelling
+``z <-> 1 - z`` (PyTorch keeps ``z ⊙ h_{t-1}``), which only negates the gate's weights.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+
+from skipview.models.skipthought.config import SkipThoughtConfig
+from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
+
+UNIFORM_INIT_RANGE = 0.1  # paper section 3.1: non-recurrent weights ~ U[-0.1, 0.1]
+
+
+def _pack(padded: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
+    """``lengths`` are host tensors throughout this module: packing needs them on the host, and reading them back
+    from an accelerator would stall the training step on a device sync."""
+    return pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+
+
+class SentenceGRUEncoder(nn.Module):
+    """Eqs. 1-4: the sentence vector is the final GRU state (uni-skip) or the concatenation of the final states
+    of a forward and a backward GRU, i.e. the sentence read in reverse (bi-skip)."""
+
+    def __init__(self, embedding_dim: int, hidden_size: int, bidirectional: bool):
+        super().__init__()
+        self.output_size = hidden_size
+        self.gru = nn.GRU(embedding_dim, hidden_size // 2 if bidirectional else hidden_size,
+                          batch_first=True, bidirectional=bidirectional)
+
+    def forward(self, embedded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """``embedded`` [B, T, E] (padded), ``lengths`` [B] (>= 1) -> sentence vectors [B, hidden_size]."""
+        _, last = self.gru(_pack(embedded, lengths))        # [directions, B, h], in the caller's order
+        return torch.cat(tuple(last), dim=-1)
+
+
+class ConditionalGRUDecoder(nn.Module):
+    """Eqs. 5-8: a GRU language model whose input at step t is ``[x_{t-1}; h_i]``, starting from a zero state."""
+
+    def __init__(self, embedding_dim: int, context_size: int, hidden_size: int):
+        super().__init__()
+        self.embedding_dim = embedding_dim
+        self.gru = nn.GRU(embedding_dim + context_size, hidden_size, batch_first=True)
+
+    def forward(self, embedded: torch.Tensor, context: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
+        """Teacher forcing: ``embedded`` [B, T, E] are the previous words, ``context`` [B, C] the encoded sentence;
+        returns the packed hidden states h^t (only the real steps, so the vocabulary projection skips padding)."""
+        inputs = torch.cat([embedded, context.unsqueeze(1).expand(-1, embedded.shape[1], -1)], dim=-1)
+        states, _ = self.gru(_pack(inputs, lengths))
+        return states
+
+    def step(self, embedded: torch.Tensor, context: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
+        """One step for generation: ``embedded`` [B, E] -> new state [1, B, H] (None: the zero start state)."""
+        _, state = self.gru(torch.cat([embedded, context], dim=-1).unsqueeze(1), state)
+        return state
+
+
+class SkipThoughtNetwork(nn.Module):
+    """Word embeddings, encoder, next- and previous-sentence decoders, and the vocabulary matrix V they share.
+
+    The word embeddings are one table used by the encoder and both decoders' inputs (as in the authors'
+    implementation; the paper's figure 1 colour-codes sharing that the text does not spell out). Ids at or
+    beyond the training vocabulary (``num_words``) are read as ``<unk>``.
+    """
+
+    def __init__(self, config: SkipThoughtConfig, num_words: int):
+        super().__init__()
+        if num_words <= len(SPECIALS):
+            raise ValueError(f"num_words must exceed the {len(SPECIALS)} specials, got {num_words}")
+        self.config = config
+        self.num_words = num_words
+        self.embedding = nn.Embedding(num_words, config.embedding_dim)
+        self.encoder = SentenceGRUEncoder(config.embedding_dim, config.hidden_size, config.encoder == "bi")
+        self.next_decoder = ConditionalGRUDecoder(config.embedding_dim, config.hidden_size, config.decoder_size)
+        self.previous_decoder = ConditionalGRUDecoder(config.embedding_dim, config.hidden_size, config.decoder_size)
+        # eq. 9 prints no bias; the authors' implementation has one (as every equation here omits biases)
+        self.vocabulary_projection = nn.Linear(config.decoder_size, num_words)
+        self.reset_parameters()
+
+    @classmethod
+    def for_vocab_size(cls, config: SkipThoughtConfig, corpus_vocab_size: int) -> "SkipThoughtNetwork":
+        """The top ``config.vocab_size`` words of a frequency-ordered vocabulary (a prefix after the specials)."""
+        return cls(config, min(corpus_vocab_size, len(SPECIALS) + config.vocab_size))
+
+    def reset_parameters(self) -> None:
+        """Paper section 3.1: orthogonal recurrent matrices, U[-0.1, 0.1] for every other weight. Biases, which the
+        paper does not mention, start at zero (as in the authors' implementation). Each gate's recurrent block
+        is its own orthogonal matrix (PyTorch stacks the r, z and candidate blocks in one ``weight_hh``)."""
+        for name, parameter in self.named_parameters():
+            with torch.no_grad():
+                if "weight_hh" in name:
+                    for block in parameter.chunk(3, dim=0):
+                        nn.init.orthogonal_(block)
+                elif "bias" in name:
+                    nn.init.zeros_(parameter)
+                else:
+                    nn.init.uniform_(parameter, -UNIFORM_INIT_RANGE, UNIFORM_INIT_RANGE)
+
+    def clip_ids(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids.masked_fill(ids >= self.num_words, UNK_ID)
+
+    def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Token ids [B, T] (padded; host ``lengths`` >= 1) -> sentence vectors h_i [B, hidden_size]."""
+        return self.encoder(self.embedding(self.clip_ids(ids)), lengths)
+
+    def sentence_nll(self, decoder: ConditionalGRUDecoder, context: torch.Tensor, ids: torch.Tensor,
+                     lengths: torch.Tensor) -> torch.Tensor:
+        """Summed negative log-likelihood of the target sentences ``ids`` [B, T] followed by ``<eos>``, with the
+        decoder fed ``<bos>`` then the previous true word (teacher forcing): a 0-d tensor over the whole batch.
+        A ``<pad>`` inside a sentence (how the batcher marks an empty sentence) is never a target."""
+        ids = self.clip_ids(ids)
+        batch, width = ids.shape
+        steps = lengths + 1                                                   # the words, then <eos>
+        inputs = torch.cat([ids.new_full((batch, 1), BOS_ID), ids], dim=1)    # x^{t-1}: <bos>, w^1 .. w^T
+        positions = torch.arange(width + 1, device=ids.device)
+        targets = torch.cat([ids, ids.new_zeros((batch, 1))], dim=1)
+        targets = targets.masked_fill(positions == lengths.to(ids.device, non_blocking=True).unsqueeze(1), EOS_ID)
+        states = decoder(self.embedding(inputs), context, steps)
+        logits = self.vocabulary_projection(states.data)
+        packed_targets = _pack(targets, steps).data
+        return torch.nn.functional.cross_entropy(logits, packed_targets, reduction="sum", ignore_index=PAD_ID)
+
+    def next_token_logits(self, decoder: ConditionalGRUDecoder, context: torch.Tensor, previous_ids: torch.Tensor,
+                          state: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One generation step: (logits [B, num_words], new state)."""
+        state = decoder.step(self.embedding(previous_ids), context, state)
+        return self.vocabulary_projection(state[-1]), state
