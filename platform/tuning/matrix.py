@@ -14,8 +14,8 @@ Keys of a matrix file:
 ``claims``      directions of the paper to check: ``better``/``worse`` (``cell/view``), ``column``, ``paper``.
 
 Every run of the study carries the tags ``skipview.study=ablation``, ``cell``, ``seed`` and the cell's own tags,
-and logs its evaluation as ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen``
-(``metric_key`` below): the report builder reads nothing else.
+logs its evaluation as ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (``metric_key``
+below), and is tagged ``skipview.ablation.evaluated`` when complete: the report builder reads nothing else.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ STUDY_TAG = "skipview.study"
 STUDY = "ablation"
 CELL_TAG = "cell"
 SEED_TAG = "seed"
+EVALUATED_TAG = "skipview.ablation.evaluated"     # set once every view is evaluated: the run is complete
 ENSEMBLE = "ensemble"
 HOURS = "train/hours"
 SENTENCES_SEEN = "train/sentences_seen"
@@ -58,8 +59,8 @@ class Cell(_Strict):
     def _trained_or_baseline(self):
         if (self.objective is None) == (self.baseline is None):
             raise ValueError("give exactly one of objective (a trained model) or baseline (avg, wr)")
-        if self.baseline is not None and self.settings:
-            raise ValueError("a baseline has no settings")
+        if self.baseline is not None and (self.settings or set(self.views) != {ENSEMBLE}):
+            raise ValueError("a baseline has no settings and one representation: views: {ensemble: <label>}")
         return self
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from skipview.platform.tuning.files import write_aside, write_text_aside
-from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
+from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
                                              Cell, Matrix, metric_key)
 
 
@@ -76,7 +76,8 @@ class Summary:
 
 
 def find_runs(client, experiment: str) -> list[RunRecord]:
-    """The finished runs of the study in ``experiment``; a (cell, seed) recorded twice keeps its latest run."""
+    """The finished, evaluated runs of the study in ``experiment``; a (cell, seed) recorded twice keeps its latest
+    run."""
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise LookupError(f"no MLflow experiment named {experiment!r} in {client.tracking_uri}")
@@ -85,7 +86,8 @@ def find_runs(client, experiment: str) -> list[RunRecord]:
     while True:
         page = client.search_runs(
             [exp.experiment_id],
-            filter_string=f"tags.`{STUDY_TAG}` = '{STUDY}' and attributes.status = 'FINISHED'",
+            filter_string=(f"tags.`{STUDY_TAG}` = '{STUDY}' and tags.`{EVALUATED_TAG}` = 'true' "
+                           "and attributes.status = 'FINISHED'"),
             max_results=1000, page_token=token)
         for run in page:
             tags = run.data.tags
