@@ -24,6 +24,7 @@ app.command("train")(training_cli.train)
 app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     cluster_cli.submit)
 app.command("tune")(tuning_cli.tune)
+app.command("ablation")(tuning_cli.ablation)
 
 
 def main() -> None:

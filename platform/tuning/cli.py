@@ -1,4 +1,5 @@
-"""``skipview tune``: hyperparameter search against STS14 (Ray Tune, Optuna TPE, ASHA)."""
+"""``skipview tune`` (hyperparameter search against STS14: Ray Tune, Optuna TPE, ASHA) and ``skipview ablation``
+(the multi-view paper's Table 6 matrix, recorded in MLflow, reported as a table, a chart and DVC metrics)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,61 @@ def tune(
     typer.echo(f"done: {len(outcome.trials)} trials ({stopped} stopped early by ASHA); best STS14 "
                f"{outcome.best_sts14:.2f} (trial {outcome.best_trial}); MLflow parent run {outcome.parent_run_id}")
     typer.echo(f"best settings: {outcome.best_config_path}  (skipview train --config {outcome.best_config_path} ...)")
+
+
+def ablation(
+    corpus: Path = typer.Option(..., exists=True, file_okay=False, help="prepared corpus directory"),
+    wordvecs: Path = typer.Option(..., exists=True, file_okay=False, help="word-vector directory"),
+    senteval_dir: Path = typer.Option(..., envvar="SKIPVIEW_SENTEVAL_DIR", exists=True, file_okay=False,
+                                      help="SentEval data/downstream (tasks without files there are skipped)"),
+    config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                          help="base training settings (YAML, as for `skipview train --config`); "
+                                               "objective_settings keys apply to the objectives that have them"),
+    set_: list[str] = typer.Option([], "--set", help="override a base setting: key=value (dotted keys)"),
+    seeds: int = typer.Option(3, min=1, help="seeds per cell (mean +- std in the report)"),
+    references: bool = typer.Option(False, help="also train skip-thought and evaluate the fastText avg/WR baselines"),
+    matrix: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                          help="matrix file (default: the paper's Table 6, platform/tuning/ablation.yaml)"),
+    protocol: str = typer.Option("full", help="evaluation protocol: full (SentEval, 10-fold) or fast (5-fold)"),
+    workers: int = typer.Option(1, min=1, help="Ray Train workers per model"),
+    cpus_per_worker: float = typer.Option(1, help="CPUs per Train worker"),
+    gpus_per_worker: float = typer.Option(0, help="GPUs per Train worker"),
+    address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="Ray cluster; none starts a local Ray"),
+    storage: str = typer.Option("runs", help="checkpoint storage: a local path or a URI every node reaches"),
+    name: str = typer.Option("ablation", help="study name: prefix of its Train runs; rerunning resumes it"),
+    experiment: str = typer.Option("ablation", help="MLflow experiment of the study"),
+    report_dir: Path = typer.Option(Path("reports"), help="where ablation.md, .png and _summary.json go"),
+    report_only: bool = typer.Option(False, help="train nothing: rebuild the report from the MLflow runs"),
+) -> None:
+    """Run the multi-view paper's ablation matrix (Table 6) and write its report.
+
+    Cells: generative with/without invertibility; discriminative with views fg, ff, gg, f, g; each for --seeds
+    seeds. Every view of every model is evaluated; the report gives mean +- std over seeds, training hours and
+    sentences seen, and checks the paper's directions. Finished runs are kept: rerunning continues the study.
+    """
+    from skipview.platform.tracking import store
+    from skipview.platform.training import driver
+    from skipview.platform.training.config import load_settings
+    from skipview.platform.tuning.ablation import StudySettings, run_study
+    from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
+    from skipview.platform.tuning.report import build_report
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        study_matrix = load_matrix(matrix or DEFAULT_MATRIX)
+        base = load_settings(config, {"objective": study_matrix.cells[0].objective, "corpus": str(corpus),
+                                      "wordvecs": str(wordvecs), "senteval_dir": str(senteval_dir)}, set_)
+    except (MatrixError, ValueError) as error:
+        raise typer.BadParameter(str(error)) from error
+    if protocol not in ("full", "fast"):
+        raise typer.BadParameter(f"--protocol must be full or fast, got {protocol!r}")
+    if not report_only:
+        study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, references=references,
+                              workers=workers, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
+                              protocol=protocol)
+        driver.connect(address)
+        records = run_study(study_matrix, base, study)
+        typer.echo(f"study {name}: {sum(not r['skipped'] for r in records)} runs done now, "
+                   f"{sum(r['skipped'] for r in records)} already recorded")
+    paths = build_report(store.client(), experiment, study_matrix, report_dir, references=references)
+    typer.echo("report: " + ", ".join(str(p) for p in paths.values()))
