@@ -10,7 +10,8 @@ from pathlib import Path
 def write_aside(path: Path, write: Callable[[Path], None]) -> None:
     """``write(tmp)`` fills a temporary file in the same folder, which then replaces ``path`` atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    # the suffix stays last: some writers pick the format from it (Chromium's --screenshot does)
+    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
     try:
         write(tmp)
         os.replace(tmp, path)

@@ -91,7 +91,7 @@ def test_report_from_mlflow_runs(store, tmp_path):
     assert "| `training.max_steps` | `200` |" in text                    # the shared settings state dims and steps
     assert "fasttext-avg" not in text                                    # baselines appear only when they ran
     assert paths["chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not list((tmp_path / "reports").glob(".*.tmp"))
+    assert not list((tmp_path / "reports").glob(".*.partial*"))
 
 
 def test_report_refuses_an_experiment_without_study_runs(store, tmp_path):
