@@ -3,14 +3,17 @@ headless Chromium (Debian's ``chromium`` package: ``apt-get install -y chromium`
 
     python -m skipview.platform.tuning.screenshot --experiment ablation --out reports/mlflow_ablation.png
 
-The page is ``#/experiments/<id>/runs`` (the bare experiment URL opens the traces page in MLflow 3). Chromium
-runs with a fresh profile and every background network feature off, so it talks only to the local server.
+``--view runs`` (default) is ``#/experiments/<id>/runs`` (the bare experiment URL opens the traces page in
+MLflow 3); ``--view compare`` is the run-comparison page of every finished run of the experiment (parallel
+coordinates, then params, metrics and tags side by side; use a tall ``--height``). Chromium runs with a fresh
+profile and every background network feature off, so it talks only to the local server.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -98,18 +102,25 @@ def screenshot(url: str, out: Path, width: int = 1700, height: int = 1000, wait_
         write_aside(out, render)
 
 
-def experiment_runs_url(base_url: str, experiment_id: str) -> str:
-    return f"{base_url}/#/experiments/{experiment_id}/runs"
+def page_url(base_url: str, experiment_id: str, view: str, run_ids: list[str]) -> str:
+    if view == "runs":
+        return f"{base_url}/#/experiments/{experiment_id}/runs"
+    runs, experiments = (urllib.parse.quote(json.dumps(ids)) for ids in (run_ids, [experiment_id]))
+    return f"{base_url}/#/compare-runs?runs={runs}&experiments={experiments}"
 
 
-def capture_experiment(tracking_uri: str, experiment: str, out: Path, **kwargs) -> Path:
+def capture_experiment(tracking_uri: str, experiment: str, out: Path, view: str = "runs", **kwargs) -> Path:
     from mlflow.tracking import MlflowClient
 
-    found = MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name(experiment)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
     if found is None:
         raise LookupError(f"no MLflow experiment named {experiment!r} in {tracking_uri}")
+    run_ids = [r.info.run_id for r in client.search_runs([found.experiment_id],
+                                                         filter_string="attributes.status = 'FINISHED'",
+                                                         order_by=["tags.mlflow.runName ASC"])]
     with mlflow_server(tracking_uri) as base_url:
-        screenshot(experiment_runs_url(base_url, found.experiment_id), out, **kwargs)
+        screenshot(page_url(base_url, found.experiment_id, view, run_ids), out, **kwargs)
     return out
 
 
@@ -120,10 +131,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--experiment", default="ablation", help="MLflow experiment name")
     parser.add_argument("--tracking-uri", default=None, help="default: MLFLOW_TRACKING_URI or ./mlflow.db")
     parser.add_argument("--out", type=Path, default=Path("reports/mlflow_ablation.png"))
+    parser.add_argument("--view", choices=("runs", "compare"), default="runs")
     parser.add_argument("--width", type=int, default=1700)
     parser.add_argument("--height", type=int, default=1000)
     args = parser.parse_args(argv)
-    out = capture_experiment(args.tracking_uri or store.tracking_uri(), args.experiment, args.out,
+    out = capture_experiment(args.tracking_uri or store.tracking_uri(), args.experiment, args.out, args.view,
                              width=args.width, height=args.height)
     print(out)
 
