@@ -99,7 +99,8 @@ def connect(address: str | None, cpus: int | None = None) -> None:
     if address:
         ray.init(address=address)
     else:
-        ray.init(num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=False)
+        # address="local": a new Ray of our own, even when a `ray start` cluster of someone else runs here
+        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=False)
 
 
 @dataclass

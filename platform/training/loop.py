@@ -259,9 +259,10 @@ def log_step(tracker: Tracker, window: dict, out, loss: float, grad_norm: float,
         dist.all_reduce(counts)
     elapsed = max(time.perf_counter() - window["start"], 1e-9)
     if tracker.client is not None:
-        values = {"loss": loss, "grad_norm": grad_norm, "lr": lr, "sentences_per_s": float(counts[0]) / elapsed,
-                  "tokens_per_s": float(counts[1]) / elapsed}
-        values.update({k: float(v.detach()) for k, v in out.metrics.items()})
+        # the objective's own metrics are rank 0's; the loss and throughput below are over all ranks
+        values = {k: float(v.detach()) for k, v in out.metrics.items()}
+        values.update({"loss": loss, "grad_norm": grad_norm, "lr": lr, "sentences_per_s": float(counts[0]) / elapsed,
+                       "tokens_per_s": float(counts[1]) / elapsed})
         tracker.metrics(values, step)
     window.update(start=time.perf_counter(), sentences=0, tokens=0)
 

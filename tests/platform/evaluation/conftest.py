@@ -7,9 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, Vocab
+
+# The test problems are tiny: with several threads on a shared 2-core machine, thread synchronisation costs
+# 100x the arithmetic of such small ops.
+torch.set_num_threads(1)
 
 REAL_SENTEVAL = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "senteval" / "downstream"
 

@@ -17,12 +17,13 @@ from skipview.models.vocab import SPECIALS, Vocab
 HERE = Path(__file__).resolve().parent
 
 
-def write_prepared_corpus(root: Path, *, documents: int = 20, sentences_per_doc: int = 40, words: int = 60,
-                          dim: int = 12, seed: int = 0) -> tuple[Path, Path]:
+def write_prepared_corpus(root: Path, *, documents: int = 20, sentences_per_doc: int = 40,
+                          words: int | list[str] = 60, dim: int = 12, seed: int = 0) -> tuple[Path, Path]:
     """A prepared corpus (the ``skipview data prepare`` layout) whose next sentence shares words with the current
     one, so a contrastive objective has something to learn, and aligned word vectors."""
     rng = np.random.default_rng(seed)
-    vocab = Vocab(list(SPECIALS) + [f"w{i}" for i in range(words)], [0] * len(SPECIALS) + [100] * words)
+    words = [f"w{i}" for i in range(words)] if isinstance(words, int) else words
+    vocab = Vocab(list(SPECIALS) + words, [0] * len(SPECIALS) + [100] * len(words))
     sentences, doc_starts = [], []
     for _ in range(documents):
         doc_starts.append(len(sentences))
@@ -64,6 +65,6 @@ def ray_session():
     paths = [str(HERE), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     sys.path.insert(0, str(HERE))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

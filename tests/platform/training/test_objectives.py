@@ -1,0 +1,52 @@
+"""The registered objectives (gen, disc) train under the engine with 2 workers, and periodic STS14 on the real
+SentEval data is reported with each checkpoint, logged to MLflow, and used to keep the best checkpoint."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import write_prepared_corpus
+
+from skipview.models.text import Tokenizer
+from skipview.platform.tracking import store
+from skipview.platform.training import driver
+from skipview.platform.training.config import RunSettings, TrainSettings
+
+SENTEVAL = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "senteval" / "downstream"
+STS14 = SENTEVAL / "STS" / "STS14-en-test"
+
+
+def sts14_words(limit: int = 400) -> list[str]:
+    tokenizer, counts = Tokenizer(), Counter()
+    for path in STS14.glob("STS.input.*.txt"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            counts.update(tokenizer(line.replace("\t", " ")))
+    return [w for w, _ in counts.most_common(limit) if not w.startswith("<")]
+
+
+@pytest.mark.parametrize("objective,objective_settings,with_sts", [
+    ("gen", {"hidden_size": 6, "negatives": 2}, False),
+    ("disc", {"hidden_size": 6}, True),
+])
+def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, objective, objective_settings, with_sts):
+    if with_sts and not STS14.is_dir():
+        pytest.skip(f"SentEval data not found at {SENTEVAL}")
+    corpus, wordvecs = write_prepared_corpus(tmp_path / "data", words=sts14_words() if with_sts else 60)
+    settings = TrainSettings(objective=objective, objective_settings=objective_settings, corpus=str(corpus),
+                             wordvecs=str(wordvecs), batch_size=16, max_steps=8, checkpoint_every=4,
+                             postprocessing_sentences=100, senteval_dir=str(SENTEVAL) if with_sts else None)
+    run = RunSettings(name=objective, storage=str(tmp_path / "runs"), workers=2, keep_checkpoints=1,
+                      tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", output=str(tmp_path / "model"))
+    outcome = driver.train(settings, run)
+    assert outcome.metrics["step"] == 8 and outcome.metrics["ddp_parameters_equal"] == 1.0
+    assert (tmp_path / "model" / "config.json").is_file()
+    if not with_sts:
+        return
+    assert math.isfinite(outcome.metrics["sts14"])
+    client = store.client(run.tracking_uri)
+    assert sorted(m.step for m in client.get_metric_history(outcome.mlflow_run_id, "sts14")) == [4, 8]
+    kept = sorted(p.name for p in (tmp_path / "runs" / run.name).glob("checkpoint_*"))
+    assert 1 <= len(kept) <= 2            # the best by STS14 and the latest

@@ -1,0 +1,69 @@
+"""`skipview train` end to end: the whole driver (and the local Ray it started) is killed after a checkpoint;
+relaunching the same command resumes the run from that checkpoint into the same MLflow run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from skipview.platform.tracking import store
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+STEPS = 30
+
+
+def registered_checkpoint(run_dir: Path) -> str | None:
+    """The latest checkpoint Ray Train has registered in the run's snapshot (what a relaunch restores from);
+    a checkpoint folder alone may still be uploading."""
+    snapshot = run_dir / "checkpoint_manager_snapshot.json"
+    try:
+        latest = json.loads(snapshot.read_text()).get("latest_checkpoint_result")
+    except (OSError, ValueError):
+        return None
+    return latest["checkpoint_dir_name"] if latest else None
+
+
+@pytest.mark.slow
+def test_killed_driver_resumes_when_relaunched(tiny_data, tmp_path):
+    corpus, wordvecs = tiny_data
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / ".dev"), str(HERE)]), "MLFLOW_TRACKING_URI": uri}
+    env.pop("RAY_ADDRESS", None)
+    command = [sys.executable, "-m", "skipview.platform.cli", "train", "--objective", "tiny_objective:build",
+               "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--storage", str(tmp_path / "runs"),
+               "--name", "relaunch", "--workers", "1", "--experiment", "relaunch-test",
+               "--output", str(tmp_path / "model"), "--metrics", str(tmp_path / "metrics.json"),
+               "--set", f"max_steps={STEPS}", "--set", "checkpoint_every=5", "--set", "batch_size=8",
+               "--set", "postprocessing_sentences=50"]
+    first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.time() + 300
+    while registered_checkpoint(tmp_path / "runs" / "relaunch") is None:
+        assert first.poll() is None, "the first launch ended before its first checkpoint"
+        assert time.time() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.5)
+    os.killpg(first.pid, signal.SIGKILL)          # the driver and the local Ray it started
+    first.wait()
+    killed_after = json.loads((tmp_path / "runs" / "relaunch" / "checkpoint_manager_snapshot.json").read_text())
+    assert killed_after["latest_checkpoint_result"]["metrics"]["step"] < STEPS, "killed too late to test resuming"
+    assert not (tmp_path / "metrics.json").exists()
+
+    second = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    record = json.loads((tmp_path / "metrics.json").read_text())
+    assert record["metrics"]["step"] == STEPS
+    assert (tmp_path / "model" / "config.json").is_file()
+    client = store.client(uri)
+    experiment = client.get_experiment_by_name("relaunch-test")
+    assert len(client.search_runs([experiment.experiment_id])) == 1, "the relaunch opened a second MLflow run"
+    steps = [m.step for m in client.get_metric_history(record["mlflow_run_id"], "loss")]
+    assert sorted(set(steps)) == list(range(1, STEPS + 1))
+    assert steps.count(1) == 1, "the relaunch started again from step 1 instead of the checkpoint"
