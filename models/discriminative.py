@@ -94,21 +94,26 @@ class DiscriminativeObjective(Objective):
         """Per view: training representations after top-PC removal, L2-normalised, float32 (N, 2h)."""
         sentences = batch.sentences
         x = embed(sentences, self.word_vectors)
+        encoded = [encoder.represent(x, sentences) for encoder in self.encoders.values()]
         outputs = []
-        for encoder in self.encoders.values():
-            z = encoder.represent(x, sentences).float()
-            if self.config.remove_top_component:
-                # the component is a batch statistic treated as a constant (stop-gradient), like the fixed
-                # component removed at test time
-                z = remove_component(z, power_iteration(z.detach(), self.config.power_iterations))
-            outputs.append(torch.nn.functional.normalize(z, dim=-1))
+        # everything after the encoders is N x N or N x 2h work: cheap, and kept in float32 under autocast
+        # (bf16 cosines and power iterations lose the small differences the softmax has to rank)
+        with torch.autocast(x.device.type, enabled=False):
+            for z in encoded:
+                z = z.float()
+                if self.config.remove_top_component:
+                    # the component is a batch statistic treated as a constant (stop-gradient), like the fixed
+                    # component removed at test time
+                    z = remove_component(z, power_iteration(z.detach(), self.config.power_iterations))
+                outputs.append(torch.nn.functional.normalize(z, dim=-1))
         return outputs
 
     def forward(self, batch: WindowBatch) -> ObjectiveOutput:
-        agreement = agreement_matrix(self.representations(batch))
+        views = self.representations(batch)
         positives = positive_mask(batch.doc_ids, self.config.context_window)
         temperature = self.log_temperature.exp()
-        loss, log_p = contrastive_loss(agreement, positives, temperature)
+        with torch.autocast(views[0].device.type, enabled=False):
+            loss, log_p = contrastive_loss(agreement_matrix(views), positives, temperature)
         with torch.no_grad():
             # share of anchors (with at least one positive) whose most likely partner is a positive
             has_positive = positives.any(dim=1)

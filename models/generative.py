@@ -73,7 +73,10 @@ class GenerativeObjective(Objective):
     def forward(self, batch: PairBatch) -> ObjectiveOutput:
         sentences = batch.sentences
         z = self.f.represent(embed(sentences, self.word_vectors), sentences)          # (B, 2h)
-        loss = self.negative_sampling_loss((z @ self.decoder.T).float(), batch.next)
+        # the decoder and the scores run in float32 under autocast: U is the matrix the invertibility update keeps
+        # near-orthonormal, and the (B x T x K) dot products are cheap
+        with torch.autocast(z.device.type, enabled=False):
+            loss = self.negative_sampling_loss(z.float() @ self.decoder.T, batch.next)
         return ObjectiveOutput(loss, {"loss": loss.detach(), "invertibility_error": self.invertibility_error()})
 
     def negative_sampling_loss(self, x: torch.Tensor, targets: Sentences) -> torch.Tensor:

@@ -11,6 +11,11 @@ A trainer knows nothing about any particular objective. It
 
 Everything an objective logs goes in ``ObjectiveOutput.metrics`` as 0-d tensors (no ``.item()`` inside the
 step: that would force a host-device sync on GPU).
+
+Buffers of an objective (the fixed word vectors, the negative-sampling distribution) are constants that every
+rank builds identically and that are not saved in checkpoints (``persistent=False``; they are rebuilt from the
+vocabulary and ``vectors.npy``). Wrap with ``DistributedDataParallel(..., broadcast_buffers=False)``: the
+default would re-broadcast the word-vector matrix (100+ MB) before every forward.
 """
 
 from __future__ import annotations

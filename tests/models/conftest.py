@@ -15,8 +15,14 @@ from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, Vocab
 
 
-# The tensors here are tiny: one thread avoids OpenMP spin-waiting, which costs 10-20x on a shared 2-core machine.
-torch.set_num_threads(1)
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The tensors here are tiny: one thread avoids OpenMP spin-waiting, which costs 10-20x on a shared 2-core
+    machine. Restored afterwards so other test folders keep their setting."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def write_prepared_corpus(path: Path, documents: list[list[list[str]]], vocab: Vocab | None = None) -> PreparedCorpus:

@@ -1,0 +1,179 @@
+"""Training-step throughput of every registered objective: forward + backward + Adam step + after_optimizer_step.
+
+    PYTHONPATH=.dev python benchmarks/train_step.py                          # every objective, small size, CPU
+    PYTHONPATH=.dev python benchmarks/train_step.py --sizes small paper --steps 3 --out results.json
+    PYTHONPATH=.dev python benchmarks/train_step.py --objectives disc --sizes paper --device cuda --amp bf16
+
+Sizes: ``paper`` is each paper's model (multi-view: h = 1024 per direction, N = 512, 300-d word vectors;
+skip-thought: 2400-d sentence vector, 620-d embeddings, 20k words, batch 128); ``small`` a configuration this
+2-core machine trains (multi-view: h = 256, N = 128; skip-thought: 256 / 128 / 5k words, batch 64). Objectives
+come from the registry, so a newly registered objective is measured with its config defaults (the paper's) at
+batch 128 until it is given sizes here.
+
+Batches come from the real batcher over a synthetic prepared corpus written to a temporary directory (Zipf word
+frequencies, BookCorpus-like sentence lengths: mean ~13 tokens, cap 30), so padding and bucketing are realistic.
+Each (objective, size) runs in a fresh subprocess so its peak memory is its own: CPU peak resident set size, GPU
+peak allocated memory. On CUDA the timed steps run with ``torch.cuda.set_sync_debug_mode("warn")`` and the
+number of host-device synchronisations inside the step is reported (the hot path should have none).
+Writes one JSON document (also printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from skipview.models import registry
+from skipview.models.batching import iterate_batches
+from skipview.models.corpus import PreparedCorpus
+from skipview.models.text import Tokenizer
+from skipview.models.vocab import SPECIALS
+
+WORD_DIM = 300
+CORPUS_WORDS = 50_000
+DEFAULT_BATCH = 128
+SIZES: dict[str, dict[str, tuple[dict, int]]] = {            # objective -> size -> (settings, batch size)
+    "disc": {"paper": ({"hidden_size": 1024}, 512), "small": ({"hidden_size": 256}, 128)},
+    "gen": {"paper": ({"hidden_size": 1024}, 512), "small": ({"hidden_size": 256}, 128)},
+    "skipthought": {"paper": ({"vocab_size": 20_000, "embedding_dim": 620, "hidden_size": 2400}, 128),
+                    "small": ({"vocab_size": 5_000, "embedding_dim": 128, "hidden_size": 256}, 64)},
+}
+
+
+def write_synthetic_corpus(path: Path, num_sentences: int, seed: int = 0) -> PreparedCorpus:
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, CORPUS_WORDS + 1)
+    probabilities = (1.0 / ranks) / (1.0 / ranks).sum()                                  # Zipf
+    lengths = np.clip(np.round(rng.lognormal(mean=2.45, sigma=0.55, size=num_sentences)), 1, 60).astype(np.int64)
+    tokens = (len(SPECIALS) + rng.choice(CORPUS_WORDS, size=int(lengths.sum()), p=probabilities)).astype(np.uint32)
+    tokens.tofile(path / "tokens.bin")
+    np.save(path / "offsets.npy", np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+    doc_starts = np.concatenate([[0], np.cumsum(rng.integers(20, 200, size=num_sentences // 20 + 1))])
+    np.save(path / "doc_index.npy", doc_starts[doc_starts < num_sentences].astype(np.int64))
+    counts = np.bincount(tokens, minlength=len(SPECIALS) + CORPUS_WORDS)
+    with open(path / "vocab.tsv", "w") as f:
+        for i, word in enumerate(list(SPECIALS) + [f"w{k}" for k in range(CORPUS_WORDS)]):
+            f.write(f"{word}\t{int(counts[i]) if i >= len(SPECIALS) else 0}\n")
+    (path / "meta.json").write_text(json.dumps({"tokenizer": Tokenizer().to_dict(), "synthetic": True}))
+    return PreparedCorpus(path)
+
+
+def measure(objective_name: str, size: str, steps: int, warmup: int, device: str, amp: str) -> dict:
+    settings, batch_size = SIZES.get(objective_name, {}).get(size, ({}, DEFAULT_BATCH))
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = write_synthetic_corpus(Path(tmp), num_sentences=max(20_000, 3 * batch_size * (steps + warmup)))
+        word_vectors = np.random.default_rng(1).standard_normal((len(corpus.vocab), WORD_DIM)).astype(np.float32)
+        objective = registry.build_objective(objective_name, settings, vocab=corpus.vocab,
+                                             word_vectors=word_vectors).to(device)
+        del word_vectors
+        optimiser = torch.optim.Adam([p for p in objective.parameters() if p.requires_grad], lr=5e-4)
+        batches = iterate_batches(corpus, objective.example_kind, batch_size, max_len=30)
+        batches = [next(batches).to(device) for _ in range(steps + warmup)]
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    scaler = torch.amp.GradScaler(device, enabled=amp == "fp16")
+    cuda = device.startswith("cuda")
+
+    def step(batch) -> None:
+        with torch.autocast(device_type=torch.device(device).type, dtype=dtype, enabled=dtype is not None):
+            output = objective(batch)
+        optimiser.zero_grad(set_to_none=True)
+        scaler.scale(output.loss).backward()
+        scaler.step(optimiser)
+        scaler.update()
+        objective.after_optimizer_step()
+
+    for batch in batches[:warmup]:
+        step(batch)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.set_sync_debug_mode("warn")
+    timings = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for batch in batches[warmup:]:
+            start = time.perf_counter()
+            step(batch)
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
+                torch.cuda.synchronize()
+                torch.cuda.set_sync_debug_mode("warn")
+            timings.append(time.perf_counter() - start)
+    if cuda:
+        torch.cuda.set_sync_debug_mode("default")
+    timed = batches[warmup:]
+    sentences = sum(b.num_sentences for b in timed)
+    tokens = sum(b.num_tokens for b in timed)
+    record = {
+        "objective": objective_name, "size": size, "settings": settings, "batch_size": batch_size,
+        "example_kind": objective.example_kind.value, "device": device, "amp": amp, "steps": steps,
+        "parameters": sum(p.numel() for p in objective.parameters() if p.requires_grad),
+        "step_seconds_median": float(np.median(timings)),
+        "sentences_per_second": sentences / sum(timings), "tokens_per_second": tokens / sum(timings),
+    }
+    if cuda:
+        record["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
+        record["host_syncs_in_timed_steps"] = sum("synchroniz" in str(w.message) for w in caught)
+    record["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    return record
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objectives", nargs="+", default=None, help="default: every registered objective")
+    parser.add_argument("--sizes", nargs="+", choices=["small", "paper"], default=["small"])
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--amp", choices=["none", "bf16", "fp16"], default=None,
+                        help="autocast dtype (default: bf16 on CUDA, none on CPU)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--single", nargs=2, metavar=("OBJECTIVE", "SIZE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    amp = args.amp or ("bf16" if args.device.startswith("cuda") else "none")
+    if args.single:
+        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp)))
+        return
+
+    objectives = args.objectives or registry.objective_names()
+    results = []
+    for name in objectives:
+        for size in args.sizes:
+            command = [sys.executable, __file__, "--single", name, size, "--steps", str(args.steps),
+                       "--warmup", str(args.warmup), "--device", args.device, "--amp", amp]
+            done = subprocess.run(command, capture_output=True, text=True, env=os.environ)
+            if done.returncode != 0:
+                results.append({"objective": name, "size": size, "error": done.stderr.strip()[-2000:]})
+            else:
+                results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(results[-1]), file=sys.stderr)
+    document = {
+        "benchmark": "train_step", "machine": platform.platform(), "processor": platform.processor(),
+        "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
+        "results": results,
+    }
+    text = json.dumps(document, indent=2)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        staging = args.out.with_suffix(".tmp")
+        staging.write_text(text)
+        staging.replace(args.out)
+
+
+if __name__ == "__main__":
+    main()
