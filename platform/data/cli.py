@@ -96,8 +96,9 @@ def wordvecs(
     maxn: int = typer.Option(6, help="Longest character n-gram."),
     window: int = typer.Option(5, help="Context window."),
     lr: float = typer.Option(0.05, help="Learning rate."),
-    threads: int = typer.Option(0, help="Training threads; 0 = one per available core. Only 1 thread is "
-                                        "bit-reproducible."),
+    threads: int = typer.Option(0, help="Training threads; 0 = one per available core. fastText runs at least "
+                                        "11: fasttext 0.9.3 leaves a tenth of its input matrix uninitialised (zero) "
+                                        "per missing thread. Training is not bit-reproducible."),
     subword_oov: bool = typer.Option(False, help="Give vocabulary words that fastText's dictionary lacks their "
                                                  "subword vector instead of zeros (.bin models only)."),
     overwrite: bool = typer.Option(False, help="Replace OUT if it exists."),

@@ -1,0 +1,45 @@
+"""Packaging: `platform/` never shadows the standard library, and the wheel carries every module of the tree."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE_FOLDERS = {"models": "skipview/models", "platform": "skipview/platform"}
+
+
+def test_numpy_torch_ray_import_with_the_repo_root_as_cwd_and_on_sys_path():
+    code = ("import sys; sys.path.insert(0, %r); import numpy, torch, ray, platform; "
+            "assert platform.__file__.endswith('platform.py'), platform.__file__; print(platform.system())")
+    done = subprocess.run([sys.executable, "-c", code % str(REPO)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not (REPO / "platform" / "__init__.py").exists()
+
+
+@pytest.mark.slow
+def test_wheel_contains_every_module_of_the_source_tree(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    for folder in SOURCE_FOLDERS:
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = (tmp_path / "dist").glob("skipview-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+
+    expected = {f"{SOURCE_FOLDERS[folder]}/{path.relative_to(REPO / folder).as_posix()}"
+                for folder in SOURCE_FOLDERS for path in (REPO / folder).rglob("*")
+                if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts}
+    assert expected and expected <= names, f"missing from the wheel: {sorted(expected - names)}"
+    assert "skipview/platform/__init__.py" not in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "skipview = skipview.platform.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
