@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+from torch.nn.utils.rnn import PackedSequence, invert_permutation, pack_padded_sequence
 
 from skipview.models.skipthought.config import SkipThoughtConfig
 from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
@@ -29,10 +29,23 @@ from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 UNIFORM_INIT_RANGE = 0.1  # paper section 3.1: non-recurrent weights ~ U[-0.1, 0.1]
 
 
+def to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Host tensor -> ``device`` without stalling the host: copied from pinned memory, the transfer is queued
+    behind the device's work; a blocking or pageable copy would wait for that work to finish (a sync)."""
+    if device.type == "cpu":
+        return host
+    return host.pin_memory().to(device, non_blocking=True)
+
+
 def _pack(padded: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
-    """``lengths`` are host tensors throughout this module: packing needs them on the host, and reading them back
-    from an accelerator would stall the training step on a device sync."""
-    return pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+    """Pack a batch-first padded tensor. ``lengths`` are host tensors throughout this module: packing needs them
+    on the host, and reading them back from an accelerator would force a sync. The sort is done here rather
+    than by ``pack_padded_sequence(enforce_sorted=False)``, whose blocking copy of the order to the device
+    synchronises the stream on every call. The sort is stable, so equal lengths always pack the same way."""
+    lengths, order = torch.sort(lengths, descending=True, stable=True)
+    order = to_device(order, padded.device)
+    packed = pack_padded_sequence(padded.index_select(0, order), lengths, batch_first=True)
+    return PackedSequence(packed.data, packed.batch_sizes, order, invert_permutation(order))
 
 
 class SentenceGRUEncoder(nn.Module):
@@ -131,7 +144,7 @@ class SkipThoughtNetwork(nn.Module):
         inputs = torch.cat([ids.new_full((batch, 1), BOS_ID), ids], dim=1)    # x^{t-1}: <bos>, w^1 .. w^T
         positions = torch.arange(width + 1, device=ids.device)
         targets = torch.cat([ids, ids.new_zeros((batch, 1))], dim=1)
-        targets = targets.masked_fill(positions == lengths.to(ids.device, non_blocking=True).unsqueeze(1), EOS_ID)
+        targets = targets.masked_fill(positions == to_device(lengths, ids.device).unsqueeze(1), EOS_ID)
         states = decoder(self.embedding(inputs), context, steps)
         logits = self.vocabulary_projection(states.data)
         packed_targets = _pack(targets, steps).data

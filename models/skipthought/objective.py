@@ -13,8 +13,6 @@ word vectors. The decoders stay in the objective (its checkpoint) for text gener
 
 from __future__ import annotations
 
-import torch
-
 import numpy as np
 import torch
 

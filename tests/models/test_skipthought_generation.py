@@ -40,6 +40,8 @@ def test_greedy_decoding_is_deterministic_and_is_the_stepwise_argmax():
                     break
                 expected.append(previous)
             assert sentence == expected
+    # the previous-sentence decoder has its own parameters, so it writes something else
+    assert generate(network, context, max_length=12, direction="previous") != first
 
 
 def test_seeded_sampling_is_reproducible_and_seeds_differ():

@@ -54,7 +54,7 @@ def unigram_perplexity(objective, corpus):
     counts = np.zeros(objective.network.num_words)
     for batch in iterate_batches(corpus, "triple", 32, seed=99):
         ids = objective.network.clip_ids(batch.next.ids)
-        for row, length in zip(ids.tolist(), batch.next.lengths_cpu.tolist()):
+        for row, length in zip(ids.tolist(), batch.next.lengths_cpu.tolist(), strict=True):
             np.add.at(counts, row[:length], 1)
         counts[EOS_ID] += len(ids)
     p = counts[counts > 0] / counts.sum()
