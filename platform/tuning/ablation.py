@@ -43,6 +43,20 @@ class StudySettings:
     tracking_uri: str | None = None
 
 
+class CombinedEncoder:
+    """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
+    the average of the post-processed vectors (unsupervised), their concatenation (supervised)."""
+
+    def __init__(self, parts: list[tuple[Any, str]]):
+        self.parts = parts
+
+    def encode(self, sentences: list[str], mode: str = "unsupervised"):
+        import numpy as np
+
+        vectors = [encoder.encode(sentences, mode=mode, view=view) for encoder, view in self.parts]
+        return np.mean(vectors, axis=0) if mode == "unsupervised" else np.concatenate(vectors, axis=1)
+
+
 class ViewEncoder:
     """One view of a ``SentenceEncoder`` as the evaluation suite's encoder (``encode(sentences, mode)``)."""
 
@@ -118,20 +132,48 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list
     return records
 
 
+def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
+    """The Train run of one (cell, seed) of the study, with the model directory it leaves behind."""
+    name = PlannedRun.name_of(cell, seed)
+    return RunSettings(name=f"{study.name}-{name}", storage=study.storage, workers=study.workers,
+                       cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
+                       experiment=study.experiment, tracking_uri=study.tracking_uri,
+                       output=str(Path(driver.storage_root(study.storage)) / study.name / "models" / name))
+
+
+def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
+    """The encoders (and views) a combined row ensembles, with the summed training cost of their runs."""
+    from skipview.models.encoder import SentenceEncoder
+
+    parts, cost = [], {HOURS: 0.0, SENTENCES_SEEN: 0.0}
+    for part in cell.combine:
+        name, view = part.split("/")
+        run = train_run(study, name, seed)
+        run_id = store.find_run(client, study.experiment, driver.run_key(run))
+        recorded = client.get_run(run_id) if run_id else None
+        if recorded is None or EVALUATED_TAG not in recorded.data.tags:
+            raise RuntimeError(f"{cell.name}: its part {part} (run {run.name}) has not been trained and evaluated")
+        parts.append((SentenceEncoder.load(run.output), view))
+        for key in cost:
+            cost[key] += recorded.data.metrics[key]
+    return CombinedEncoder(parts), cost
+
+
 def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str]
              ) -> dict[str, Any]:
     cell = planned.cell
-    run = RunSettings(name=f"{study.name}-{planned.run_name}", storage=study.storage, workers=study.workers,
-                      cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
-                      experiment=study.experiment, tracking_uri=study.tracking_uri,
-                      output=str(Path(driver.storage_root(study.storage)) / study.name / "models" / planned.run_name))
+    run = train_run(study, cell.name, planned.seed)
     key = driver.run_key(run)
     existing = store.find_run(client, study.experiment, key)
     if existing is not None and EVALUATED_TAG in client.get_run(existing).data.tags:
         log.info("%s: already trained and evaluated (MLflow run %s); skipped", run.name, existing)
         return {"run": run.name, "mlflow_run_id": existing, "skipped": True}
 
-    if cell.baseline is not None:
+    if cell.combine is not None:
+        encoder, metrics = _combined_parts(client, study, cell, planned.seed)
+        run_id, _ = store.open_run(client, study.experiment, key, run.name, params={"combine": cell.combine},
+                                   tags=planned.tags)
+    elif cell.baseline is not None:
         from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 
         if base.wordvecs is None:

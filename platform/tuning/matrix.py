@@ -9,6 +9,9 @@ Keys of a matrix file:
                 the names are the ``SentenceEncoder``'s: f, g, f1, f2, g1, g2, and ``ensemble``).
 ``references``  optional reference rows, same keys; a ``baseline`` (``avg`` or ``wr``) instead of an objective is
                 computed from the word vectors with no training.
+``combined``    rows that ensemble views of two separately trained cells of the same seed (``combine``:
+                ``[cell/view, cell/view]``), as Table 6 does for the single-view f and g models and for f1 with
+                g1; its training cost is the sum of its parts'.
 ``columns``     report columns: ``name``, ``title``, ``metrics`` (evaluation metric keys averaged per run over
                 those the run has).
 ``claims``      directions of the paper to check: ``better``/``worse`` (``cell/view``), ``column``, ``paper``.
@@ -48,19 +51,22 @@ class _Strict(BaseModel):
 
 
 class Cell(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
     objective: Literal["gen", "disc", "skipthought"] | None = None
     baseline: Literal["avg", "wr"] | None = None
+    combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
     settings: dict[str, Any] = {}
     tags: dict[str, str] = {}
     views: dict[Annotated[str, Field(pattern=r"^[^/]+$")], str] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _trained_or_baseline(self):
-        if (self.objective is None) == (self.baseline is None):
-            raise ValueError("give exactly one of objective (a trained model) or baseline (avg, wr)")
-        if self.baseline is not None and (self.settings or set(self.views) != {ENSEMBLE}):
-            raise ValueError("a baseline has no settings and one representation: views: {ensemble: <label>}")
+    def _one_kind(self):
+        if sum(x is not None for x in (self.objective, self.baseline, self.combine)) != 1:
+            raise ValueError("give exactly one of objective (a trained model), baseline (avg, wr) or combine "
+                             "(two cell/view of trained cells)")
+        if self.objective is None and (self.settings or set(self.views) != {ENSEMBLE}):
+            raise ValueError("a baseline or combined row has no settings and one representation: "
+                             "views: {ensemble: <label>}")
         return self
 
 
@@ -79,18 +85,30 @@ class Claim(_Strict):
 
 class Matrix(_Strict):
     cells: list[Cell] = Field(min_length=1)
+    combined: list[Cell] = []
     references: list[Cell] = []
     columns: list[Column] = Field(min_length=1)
     claims: list[Claim] = []
 
     @model_validator(mode="after")
     def _consistent(self):
-        rows = self.cells + self.references
+        rows = self.cells + self.combined + self.references
         names = [c.name for c in rows]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"cell names must be unique; repeated: {', '.join(duplicates)}")
         views = {c.name: set(c.views) for c in rows}
+        trained = {c.name: set(c.views) for c in self.cells}
+        for row in self.cells + self.references:
+            if row.combine:
+                raise ValueError(f"{row.name}: combine rows belong under combined")
+        for row in self.combined:
+            if not row.combine:
+                raise ValueError(f"{row.name}: a row under combined needs combine: [cell/view, cell/view]")
+            for part in row.combine:
+                cell, view = part.split("/")
+                if view not in trained.get(cell, ()):
+                    raise ValueError(f"{row.name}: combine part {part!r} is not a view of a trained cell")
         columns = {c.name for c in self.columns}
         for claim in self.claims:
             for side in (claim.better, claim.worse):
@@ -102,7 +120,7 @@ class Matrix(_Strict):
         return self
 
     def rows(self, references: bool) -> list[Cell]:
-        return self.cells + (self.references if references else [])
+        return self.cells + self.combined + (self.references if references else [])
 
 
 @dataclass(frozen=True)
@@ -112,9 +130,13 @@ class PlannedRun:
     cell: Cell
     seed: int
 
+    @staticmethod
+    def name_of(cell: str, seed: int) -> str:
+        return f"{cell}-seed{seed}"
+
     @property
     def run_name(self) -> str:
-        return f"{self.cell.name}-seed{self.seed}"
+        return self.name_of(self.cell.name, self.seed)
 
     @property
     def tags(self) -> dict[str, str]:
@@ -126,8 +148,8 @@ def load_matrix(path: str | Path = DEFAULT_MATRIX) -> Matrix:
 
 
 def plan(matrix: Matrix, seeds: int, references: bool = False, first_seed: int = 0) -> list[PlannedRun]:
-    """Every run of the study, seed-major so an interrupted study has every cell at its first seeds. Baselines
-    have no randomness: one run each."""
+    """Every run of the study, seed-major so an interrupted study has every cell at its first seeds; a combined
+    row follows the cells it combines. Baselines have no randomness: one run each."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     runs = []

@@ -19,16 +19,20 @@ def test_shipped_matrix_is_table_6():
     assert set(cells["disc-ff"].views) == {"f1", "f2", "ensemble"}     # the encoder's own view names
     assert all({"objective", "views"} <= set(c.tags) for c in matrix.cells)
     assert {r.baseline for r in matrix.references} == {None, "avg", "wr"}
+    combined = {c.name: c.combine for c in matrix.combined}
+    assert combined == {"disc-f+disc-g": ["disc-f/f", "disc-g/g"], "disc-ff+disc-gg": ["disc-ff/f1", "disc-gg/g1"]}
 
 
 def test_plan_runs_every_cell_per_seed_and_baselines_once():
     matrix = load_matrix()
     runs = plan(matrix, seeds=3)
-    assert len(runs) == 7 * 3
-    assert [r.seed for r in runs[:7]] == [0] * 7            # seed-major: an interrupted study covers every cell
+    assert len(runs) == (7 + 2) * 3                         # 7 trained cells and 2 cross-model ensembles per seed
+    assert [r.seed for r in runs[:9]] == [0] * 9            # seed-major: an interrupted study covers every cell
+    names = [r.cell.name for r in runs[:9]]
+    assert names.index("disc-f+disc-g") > max(names.index("disc-f"), names.index("disc-g"))   # parts first
     assert len({r.run_name for r in runs}) == len(runs)
     with_refs = plan(matrix, seeds=3, references=True)
-    assert len(with_refs) == 7 * 3 + 3 + 2                  # skip-thought per seed, avg and WR once
+    assert len(with_refs) == 9 * 3 + 3 + 2                  # skip-thought per seed, avg and WR once
     first = with_refs[0]
     assert first.tags["skipview.study"] == "ablation" and first.tags["cell"] == first.cell.name
     assert first.tags["seed"] == "0"
@@ -61,6 +65,13 @@ def test_metric_key_names_view_and_metric():
           - {name: a, objective: gen, baseline: avg, views: {f: z_f}}
         columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
      """, ":3: cells.0", "exactly one of objective"),
+    ("""
+        cells:
+          - {name: a, objective: gen, views: {f: z_f}}
+        combined:
+          - {name: b, combine: [a/f, a/g], views: {ensemble: en}}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+     """, ":2: (top level)", "combine part 'a/g' is not a view of a trained cell"),
     ("""
         cells:
           - {name: a, objective: gen, views: {f: z_f}}

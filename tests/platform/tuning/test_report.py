@@ -86,7 +86,8 @@ def test_report_from_mlflow_runs(store, tmp_path):
     text = paths["markdown"].read_text()
     assert "| disc-fg | z_f | 3 |" in text
     assert "en(z_f, z_g)" in text
-    assert "No finished run for: gen-no-invertible, disc-ff, disc-gg, disc-g, skipthought." in text
+    assert ("No finished run for: gen-no-invertible, disc-ff, disc-gg, disc-g, disc-f+disc-g, disc-ff+disc-gg, "
+            "skipthought." in text)
     assert "not in any run: sts15.pearson.mean, sts16.pearson.mean" in text
     assert "| `training.max_steps` | `200` |" in text                    # the shared settings state dims and steps
     assert "fasttext-avg" not in text                                    # baselines appear only when they ran
