@@ -85,6 +85,8 @@ def ablation(
     matrix: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                           help="matrix file (default: the paper's Table 6, platform/tuning/ablation.yaml)"),
     protocol: str = typer.Option("full", help="evaluation protocol: full (SentEval, 10-fold) or fast (5-fold)"),
+    tasks: Optional[str] = typer.Option(None, help="comma-separated evaluation tasks (default: every task behind "
+                                                   "the report's columns; tasks without data are skipped)"),
     workers: int = typer.Option(1, min=1, help="Ray Train workers per model"),
     cpus_per_worker: float = typer.Option(1, help="CPUs per Train worker"),
     gpus_per_worker: float = typer.Option(0, help="GPUs per Train worker"),
@@ -104,7 +106,7 @@ def ablation(
     from skipview.platform.tracking import store
     from skipview.platform.training import driver
     from skipview.platform.training.config import load_settings
-    from skipview.platform.tuning.ablation import StudySettings, run_study
+    from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, run_study
     from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
     from skipview.platform.tuning.report import build_report
 
@@ -120,7 +122,8 @@ def ablation(
     if not report_only:
         study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, references=references,
                               workers=workers, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
-                              protocol=protocol)
+                              protocol=protocol,
+                              tasks=tuple(t.strip() for t in tasks.split(",")) if tasks else REPORT_TASKS)
         driver.connect(address)
         records = run_study(study_matrix, base, study)
         typer.echo(f"study {name}: {sum(not r['skipped'] for r in records)} runs done now, "
