@@ -169,6 +169,7 @@ Distribution = Annotated[
     Field(discriminator="distribution"),
 ]
 _DISTRIBUTION = TypeAdapter(Distribution)
+_TAGS = frozenset({"uniform", "quniform", "loguniform", "qloguniform", "randint", "qrandint", "lograndint", "choice"})
 _SCALARS = (bool, int, float, str)
 
 
@@ -238,7 +239,7 @@ def load_space(path: str | Path, config_classes: Mapping[str, type[BaseModel]] |
                 try:
                     parsed[section][key] = _DISTRIBUTION.validate_python(value)
                 except ValidationError as exc:
-                    problems += [(at + written(e["loc"]), e["msg"]) for e in exc.errors()]
+                    problems += [(at + written(e["loc"], _TAGS), e["msg"]) for e in exc.errors()]
             elif isinstance(value, _SCALARS):
                 parsed[section][key] = value
             else:

@@ -75,14 +75,11 @@ def line_of(lines: dict[tuple[str, ...], int], at: tuple[Any, ...]) -> int | Non
     return None
 
 
-def written(loc: tuple) -> tuple[str, ...]:
-    """A pydantic error location without the parts the user did not write (union tag labels, ``[key]``)."""
+def written(loc: tuple, tags: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """A pydantic error location without the parts the user did not write: validator labels, ``[key]``, and the
+    ``tags`` of a discriminated union (pydantic puts the chosen member's tag in the location)."""
     return tuple(str(p) for p in loc
-                 if not str(p).startswith(("tagged-union", "function-")) and p != "[key]" and p not in _UNION_TAGS)
-
-
-# Tags of the discriminated unions validated through ``written`` locations (search-space distributions).
-_UNION_TAGS = {"uniform", "quniform", "loguniform", "qloguniform", "randint", "qrandint", "lograndint", "choice"}
+                 if not str(p).startswith(("tagged-union", "function-")) and p != "[key]" and p not in tags)
 
 
 def describe(path: str | Path, lines: dict, problems: list[tuple[tuple[str, ...], str]]) -> str:

@@ -26,7 +26,7 @@ def value(cell: str, view: str, metric: str, seed: int) -> float:
 
 @pytest.fixture()
 def store(tmp_path):
-    from mlflow.entities import Metric, RunStatus
+    from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
