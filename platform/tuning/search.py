@@ -134,10 +134,10 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         raise ValueError("ASHA needs the trial length in steps: set max_steps in the base settings")
     if space.objective != base.objective:
         raise ValueError(f"{space.source}: a space for {space.objective!r} cannot tune objective {base.objective!r}")
-    search = _with_tracking_uri(search)
+    search = _resolved(search)
     base = absolute_paths(base).model_copy(update={"seed": search.seed})
     client = store.client(search.tracking_uri)
-    root = driver.storage_root(search.storage)
+    root = search.storage
     parent_id, resumed = store.open_run(
         client, search.experiment, f"tune:{root.rstrip('/')}/{search.name}", search.name,
         params={"space": space.source, "searched": space.searched(), "search": asdict(search),
@@ -188,11 +188,13 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
     return SearchOutcome(best.best_sts14, best.trial_id, best_path, parent_id, trials)
 
 
-def _with_tracking_uri(search: SearchSettings) -> SearchSettings:
-    """Resolve the store once on the driver: trials run in other processes and other working directories."""
+def _resolved(search: SearchSettings) -> SearchSettings:
+    """Resolve the store and the storage once on the driver: trials run in other processes and in their own
+    working directories, where ``runs`` or ``./mlflow.db`` would mean somewhere else."""
     from dataclasses import replace
 
-    return replace(search, tracking_uri=search.tracking_uri or store.tracking_uri())
+    return replace(search, tracking_uri=search.tracking_uri or store.tracking_uri(),
+                   storage=driver.storage_root(search.storage))
 
 
 def absolute_paths(settings: TrainSettings) -> TrainSettings:

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 STEPS, EVERY = 6, 2
 
 
-def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session, tiny_data, toy_senteval, tmp_path):
+def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session, tiny_data, toy_senteval, tmp_path,
+                                                                    monkeypatch):
     corpus, wordvecs = tiny_data
     space_file = tmp_path / "disc.yaml"
     space_file.write_text(textwrap.dedent("""
@@ -33,13 +34,16 @@ def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session,
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
                          batch_size=16, max_steps=STEPS, checkpoint_every=EVERY, postprocessing_sentences=50)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    search = SearchSettings(name="toy", storage=str(tmp_path / "runs"), num_samples=2, max_concurrent=2, seed=5,
+    monkeypatch.chdir(tmp_path)          # a relative storage must mean the same folder inside every trial
+    search = SearchSettings(name="toy", storage="runs", num_samples=2, max_concurrent=2, seed=5,
                             grace_period=EVERY, tracking_uri=uri, experiment="tune-test")
     outcome = run_search(space, base, search)
 
     assert len(outcome.trials) == 2
     assert all(t.error is None and math.isfinite(t.best_sts14) for t in outcome.trials)
     assert max(t.last_step for t in outcome.trials) == STEPS          # ASHA lets the leader run to the end
+    for trial in outcome.trials:                                        # each trial's Train run, where resume looks
+        assert list((tmp_path / "runs" / trial.run_name).glob("checkpoint_*")), trial.run_name
     client = store.client(uri)
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FINISHED"
