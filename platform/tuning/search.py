@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -179,6 +180,7 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
                                              f"(trial {best.trial_id}, run {best.run_name})")
     summary_path = best_path.with_name(best_path.stem + "_trials.json")
     write_text_aside(summary_path, json.dumps([asdict(t) for t in trials], indent=2, sort_keys=True) + "\n")
+    write_text_aside(summary_path.with_suffix(".md"), trials_markdown([asdict(t) for t in trials], base.max_steps))
     store.log_metrics(client, parent_id, {"best_sts14": best.best_sts14, "trials": len(trials),
                                           "trials_stopped_early": sum(t.stopped_early for t in trials)}, step=0)
     client.set_tag(parent_id, "best_trial", best.run_name)
@@ -229,6 +231,26 @@ def _close_children(client, search: SearchSettings, trials: list[TrialSummary]) 
             client.set_tag(run_id, STOPPED_TAG, f"step {trial.last_step}")
         if client.get_run(run_id).info.status == "RUNNING":
             client.set_terminated(run_id, "KILLED" if trial.stopped_early else "FAILED")
+
+
+def trials_markdown(trials: list[dict[str, Any]], max_steps: int) -> str:
+    """The trials as a table, best first: searched values, steps run (ASHA's stops show), best and last STS14."""
+    keys = sorted({f"{section}.{key}" for t in trials for section, values in t["config"].items() for key in values})
+    header = ["trial", *keys, "steps", "best STS14", "last STS14", "outcome"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for t in sorted(trials, key=lambda t: -(t["best_sts14"] if t["best_sts14"] is not None else -math.inf)):
+        values = [_cell(t["config"].get(k.split(".", 1)[0], {}).get(k.split(".", 1)[1])) for k in keys]
+        outcome = ("error: " + t["error"] if t["error"] else
+                   f"stopped by ASHA at step {t['last_step']}" if t["stopped_early"] else f"ran {max_steps} steps")
+        lines.append("| " + " | ".join([t["trial_id"], *values, _cell(t["last_step"]), _cell(t["best_sts14"]),
+                                        _cell(t["last_sts14"]), outcome]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 0.01 else f"{value:.2f}"
+    return "–" if value is None else str(value)
 
 
 def write_settings(settings: TrainSettings, path: Path, comment: str) -> None:

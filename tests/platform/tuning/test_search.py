@@ -10,12 +10,28 @@ import pytest
 
 from skipview.platform.tracking import store
 from skipview.platform.training.config import TrainSettings, load_settings
-from skipview.platform.tuning.search import PARENT_TAG, STOPPED_TAG, SearchSettings, run_search
+from skipview.platform.tuning.search import PARENT_TAG, STOPPED_TAG, SearchSettings, run_search, trials_markdown
 from skipview.platform.tuning.space import load_space
 
-pytestmark = pytest.mark.slow
 STEPS, EVERY = 6, 2
 
+
+def test_trials_table_lists_best_first_with_how_each_trial_ended():
+    trial = {"config": {"objective": {"context_window": 2}, "training": {"optimizer.lr": 0.001}}, "error": None}
+    table = trials_markdown([
+        {**trial, "trial_id": "a", "last_step": 2, "best_sts14": 40.0, "last_sts14": 40.0, "stopped_early": True},
+        {**trial, "trial_id": "b", "last_step": 6, "best_sts14": 55.5, "last_sts14": 50.25, "stopped_early": False},
+        {**trial, "trial_id": "c", "last_step": None, "best_sts14": None, "last_sts14": None, "stopped_early": False,
+         "error": "RayTaskError"},
+    ], max_steps=6).splitlines()
+    assert table[0] == ("| trial | objective.context_window | training.optimizer.lr | steps | best STS14 | last STS14 "
+                        "| outcome |")
+    assert table[2] == "| b | 2 | 0.001 | 6 | 55.50 | 50.25 | ran 6 steps |"
+    assert table[3] == "| a | 2 | 0.001 | 2 | 40.00 | 40.00 | stopped by ASHA at step 2 |"
+    assert table[4] == "| c | 2 | 0.001 | – | – | – | error: RayTaskError |"
+
+
+@pytest.mark.slow
 
 def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session, tiny_data, toy_senteval, tmp_path,
                                                                     monkeypatch):
@@ -65,6 +81,8 @@ def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session,
         else:
             assert child.info.status == "FINISHED" and steps[-1] == STEPS
 
+    table = outcome.best_config_path.with_name("best_config_trials.md").read_text().splitlines()
+    assert len(table) == 2 + 2 and f"| {outcome.best_trial} |" in table[2]
     best = load_settings(outcome.best_config_path, {}, [])            # what `skipview train --config` reads
     best_trial = next(t for t in outcome.trials if t.trial_id == outcome.best_trial)
     assert best.objective_settings["context_window"] == best_trial.config["objective"]["context_window"]
