@@ -20,6 +20,7 @@ from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
 from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, Cell, Matrix, PlannedRun,
                                              metric_key, plan)
+from skipview.platform.tuning.search import absolute_paths
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list
     if base.senteval_dir is None:
         raise ValueError("the ablation evaluates every model: give the SentEval data directory (--senteval-dir)")
     study = replace(study, tracking_uri=study.tracking_uri or store.tracking_uri())
+    base = absolute_paths(base)                  # Train workers run in their own working directories
     client = store.client(study.tracking_uri)
     tasks = available_tasks(study.tasks, base.senteval_dir)
     if not tasks:

@@ -200,7 +200,8 @@ def _resolved(search: SearchSettings) -> SearchSettings:
 
 
 def absolute_paths(settings: TrainSettings) -> TrainSettings:
-    """Tune runs each trial in its own working directory: relative data paths must be resolved first."""
+    """Tune trials and Train workers run in their own working directories: relative data paths are resolved on
+    the driver first."""
     update = {key: str(Path(value).resolve()) for key in ("corpus", "wordvecs", "senteval_dir")
               if (value := getattr(settings, key)) and "://" not in value}
     return settings.model_copy(update=update)
