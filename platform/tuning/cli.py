@@ -45,7 +45,7 @@ def tune(
     """
     from skipview.platform.training import driver
     from skipview.platform.training.config import load_settings
-    from skipview.platform.tuning.search import SearchSettings, run_search
+    from skipview.platform.tuning.search import SearchInterrupted, SearchSettings, run_search
     from skipview.platform.tuning.space import SearchSpaceError, load_space
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -64,7 +64,11 @@ def tune(
     driver.connect(address)
     typer.echo(f"search {search.name}: {num_samples} trials of {search_space.objective} "
                f"({', '.join(k for keys in search_space.searched().values() for k in keys)})")
-    outcome = run_search(search_space, base, search, best_config)
+    try:
+        outcome = run_search(search_space, base, search, best_config)
+    except SearchInterrupted as stopped:
+        typer.echo(str(stopped), err=True)
+        raise typer.Exit(130) from None
     stopped = sum(t.stopped_early for t in outcome.trials)
     typer.echo(f"done: {len(outcome.trials)} trials ({stopped} stopped early by ASHA); best STS14 "
                f"{outcome.best_sts14:.2f} (trial {outcome.best_trial}); MLflow parent run {outcome.parent_run_id}")

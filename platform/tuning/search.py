@@ -46,6 +46,10 @@ PARENT_TAG = "mlflow.parentRunId"
 TRIAL_MEMORY = 256 * 1024**2   # bytes reserved for a trial's driver process (it trains nothing itself)
 
 
+class SearchInterrupted(RuntimeError):
+    """The search stopped before every trial finished (Ctrl-C); its state is saved for a resume."""
+
+
 @dataclass(frozen=True)
 class SearchSettings:
     name: str
@@ -165,6 +169,12 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
                                         reduction_factor=search.reduction_factor)),
             run_config=tune.RunConfig(name=search.name, storage_path=root, verbose=1))
     results = tuner.fit()
+    if results.num_terminated + results.num_errors < len(results):
+        # Tune returns on Ctrl-C with its state saved; unfinished trials are not results to choose from.
+        client.set_terminated(parent_id, "KILLED")
+        unfinished = len(results) - results.num_terminated - results.num_errors
+        raise SearchInterrupted(f"search {search.name} interrupted with {unfinished} trial(s) unfinished; run the "
+                                f"same command with --name {search.name} to resume it")
 
     trials = [_summarise(result, search, base.max_steps) for result in results]
     _close_children(client, search, trials)
