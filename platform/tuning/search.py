@@ -131,6 +131,7 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
     """Run (or resume) the search; write the best configuration as a ``skipview train --config`` file."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
 
     if base.senteval_dir is None:
@@ -164,7 +165,9 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
             param_space=space.to_tune(),
             tune_config=tune.TuneConfig(
                 metric=METRIC, mode="max", num_samples=search.num_samples, max_concurrent_trials=concurrency,
-                search_alg=OptunaSearch(seed=search.seed),
+                # The limiter travels with the searcher's saved state, so a restored search keeps the cap on new
+                # suggestions (Tune 2.60 does not restore max_concurrent_trials itself).
+                search_alg=ConcurrencyLimiter(OptunaSearch(seed=search.seed), max_concurrent=concurrency),
                 scheduler=ASHAScheduler(time_attr=TIME_ATTR, max_t=base.max_steps, grace_period=grace,
                                         reduction_factor=search.reduction_factor)),
             run_config=tune.RunConfig(name=search.name, storage_path=root, verbose=1))
