@@ -11,6 +11,7 @@ from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.evaluation import cli as evaluation_cli
 from skipview.platform.training import cli as training_cli
+from skipview.platform.tuning import cli as tuning_cli
 
 app = typer.Typer(
     name="skipview",
@@ -24,6 +25,8 @@ evaluation_cli.register(app)
 app.command("train")(training_cli.train)
 app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     cluster_cli.submit)
+app.command("tune")(tuning_cli.tune)
+app.command("ablation")(tuning_cli.ablation)
 
 
 def main() -> None:

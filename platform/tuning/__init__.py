@@ -1,0 +1,1 @@
+"""Hyperparameter search (Ray Tune) and the ablation study: search spaces, the ablation matrix, reports."""

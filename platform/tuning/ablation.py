@@ -1,0 +1,211 @@
+"""``skipview ablation``: train every cell of the matrix for each seed through the training driver, evaluate every
+view of every model, record it all in one MLflow experiment, and build the report.
+
+A study is resumable: a (cell, seed) whose MLflow run is finished and evaluated is skipped, an unfinished one is
+refitted under the same Train run name and so resumes from its last checkpoint. Each run carries the tags the
+MLflow UI's compare view groups by (objective, views, invertible, seed, cell) and logs each view's evaluation as
+``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (the report's contract, see ``matrix``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skipview.platform.tracking import store
+from skipview.platform.training import driver
+from skipview.platform.training.config import RunSettings, TrainSettings
+from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, Cell, Matrix, PlannedRun,
+                                             metric_key, plan)
+from skipview.platform.tuning.search import absolute_paths
+
+log = logging.getLogger(__name__)
+
+# The evaluation behind the report's columns (tasks without data in the SentEval directory are skipped).
+REPORT_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "sickr_unsup", "sickr", "stsb",
+                "mr", "cr", "subj", "mpqa", "sst2", "mrpc")
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    name: str                               # prefix of every Train run name of the study
+    storage: str
+    experiment: str = "ablation"
+    seeds: int = 3
+    references: bool = False
+    workers: int = 1
+    cpus_per_worker: float = 1
+    gpus_per_worker: float = 0
+    tasks: tuple[str, ...] = REPORT_TASKS
+    protocol: str = "full"
+    tracking_uri: str | None = None
+
+
+class CombinedEncoder:
+    """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
+    the average of the post-processed vectors (unsupervised), their concatenation (supervised)."""
+
+    def __init__(self, parts: list[tuple[Any, str]]):
+        self.parts = parts
+
+    def encode(self, sentences: list[str], mode: str = "unsupervised"):
+        import numpy as np
+
+        vectors = [encoder.encode(sentences, mode=mode, view=view) for encoder, view in self.parts]
+        return np.mean(vectors, axis=0) if mode == "unsupervised" else np.concatenate(vectors, axis=1)
+
+
+class ViewEncoder:
+    """One view of a ``SentenceEncoder`` as the evaluation suite's encoder (``encode(sentences, mode)``)."""
+
+    def __init__(self, encoder, view: str):
+        self.encoder, self.view = encoder, view
+
+    def encode(self, sentences: list[str], mode: str = "unsupervised"):
+        return self.encoder.encode(sentences, mode=mode, view=self.view)
+
+
+def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
+    """The base settings for ``cell``: its objective and settings, the seed, and those base objective settings
+    the cell's objective has (a shared ``hidden_size`` applies to all; skip-thought ignores ``context_window``)."""
+    from skipview.models import registry
+
+    fields = registry.config_class(cell.objective).model_fields
+    shared = {k: v for k, v in base.objective_settings.items() if k in fields}
+    dropped = sorted(set(base.objective_settings) - set(shared))
+    if dropped:
+        log.info("%s: base objective settings not used by %s: %s", cell.name, cell.objective, ", ".join(dropped))
+    return base.model_copy(update={"objective": cell.objective, "objective_settings": {**shared, **cell.settings},
+                                   "seed": seed})
+
+
+def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:
+    """The tasks whose files are in ``senteval_dir``; a task with a malformed file is an error, not skipped."""
+    from skipview.platform.evaluation.datasets import TaskDataError, load_task
+
+    found = []
+    for task in tasks:
+        try:
+            load_task(task, senteval_dir)
+        except TaskDataError as error:
+            if ": missing file " not in str(error):
+                raise
+            log.info("task %s skipped: %s", task, error)
+            continue
+        found.append(task)
+    return found
+
+
+def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_dir: str, protocol: str
+                   ) -> dict[str, float]:
+    from skipview.platform.evaluation.suite import run_tasks
+
+    metrics: dict[str, float] = {}
+    for view in views:
+        start = time.perf_counter()
+        # a baseline has one representation (its only view is "ensemble"); a SentenceEncoder is asked per view
+        one = ViewEncoder(encoder, view) if hasattr(encoder, "view_names") else encoder
+        results = run_tasks(one, tasks, senteval_dir, protocol)
+        metrics.update({metric_key(view, k): v for k, v in results.items()})
+        log.info("view %s evaluated in %.0f s", view, time.perf_counter() - start)
+    return metrics
+
+
+def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list[dict[str, Any]]:
+    """Train and evaluate every planned run not yet recorded; return one record per planned run."""
+    from dataclasses import replace
+
+    if base.senteval_dir is None:
+        raise ValueError("the ablation evaluates every model: give the SentEval data directory (--senteval-dir)")
+    study = replace(study, tracking_uri=study.tracking_uri or store.tracking_uri())
+    base = absolute_paths(base)                  # Train workers run in their own working directories
+    client = store.client(study.tracking_uri)
+    tasks = available_tasks(study.tasks, base.senteval_dir)
+    if not tasks:
+        raise ValueError(f"{base.senteval_dir}: none of the tasks {', '.join(study.tasks)} has data there")
+    records = []
+    planned = plan(matrix, study.seeds, study.references)
+    for index, planned_run in enumerate(planned, 1):
+        log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
+        records.append(_run_one(client, planned_run, base, study, tasks))
+    return records
+
+
+def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
+    """The Train run of one (cell, seed) of the study, with the model directory it leaves behind."""
+    name = PlannedRun.name_of(cell, seed)
+    return RunSettings(name=f"{study.name}-{name}", storage=study.storage, workers=study.workers,
+                       cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
+                       experiment=study.experiment, tracking_uri=study.tracking_uri,
+                       output=str(Path(driver.storage_root(study.storage)) / study.name / "models" / name))
+
+
+def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
+    """The encoders (and views) a combined row ensembles, with the summed training cost of their runs."""
+    from skipview.models.encoder import SentenceEncoder
+
+    parts, cost = [], {HOURS: 0.0, SENTENCES_SEEN: 0.0}
+    for part in cell.combine:
+        name, view = part.split("/")
+        run = train_run(study, name, seed)
+        run_id = store.find_run(client, study.experiment, driver.run_key(run))
+        recorded = client.get_run(run_id) if run_id else None
+        if recorded is None or EVALUATED_TAG not in recorded.data.tags:
+            raise RuntimeError(f"{cell.name}: its part {part} (run {run.name}) has not been trained and evaluated")
+        parts.append((SentenceEncoder.load(run.output), view))
+        for key in cost:
+            cost[key] += recorded.data.metrics[key]
+    return CombinedEncoder(parts), cost
+
+
+def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str]
+             ) -> dict[str, Any]:
+    cell = planned.cell
+    run = train_run(study, cell.name, planned.seed)
+    key = driver.run_key(run)
+    existing = store.find_run(client, study.experiment, key)
+    if existing is not None and EVALUATED_TAG in client.get_run(existing).data.tags:
+        log.info("%s: already trained and evaluated (MLflow run %s); skipped", run.name, existing)
+        return {"run": run.name, "mlflow_run_id": existing, "skipped": True}
+
+    if cell.combine is not None:
+        encoder, metrics = _combined_parts(client, study, cell, planned.seed)
+        run_id, _ = store.open_run(client, study.experiment, key, run.name, params={"combine": cell.combine},
+                                   tags=planned.tags)
+    elif cell.baseline is not None:
+        from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
+
+        if base.wordvecs is None:
+            raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
+        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+                                   params={"baseline": cell.baseline, "wordvecs": base.wordvecs, "pc_source": "task"},
+                                   tags=planned.tags)
+        encoder = AverageEncoder(WordVectors.load(base.wordvecs), remove_top_pc=cell.baseline == "wr")
+        metrics = {HOURS: 0.0, SENTENCES_SEEN: 0.0}
+    else:
+        settings = cell_settings(base, cell, planned.seed)
+        # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
+        run_id, _ = store.open_run(client, study.experiment, key, run.name, params=settings.model_dump(mode="json"),
+                                   tags={**driver.tags_for(settings), **planned.tags})
+        start = time.perf_counter()
+        outcome = driver.train(settings, run)
+        hours = (time.perf_counter() - start) / 3600
+        from skipview.models.encoder import SentenceEncoder
+
+        encoder = SentenceEncoder.load(outcome.model_dir)
+        steps = int(outcome.metrics.get("step", settings.max_steps or 0))
+        # sentences encoded per step: the batch on each worker (a window, the first of a pair, or the middle of a
+        # triple is one sentence per example)
+        metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * settings.batch_size * study.workers)}
+    start = time.perf_counter()
+    metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol))
+    store.log_metrics(client, run_id, metrics, step=0)
+    client.set_tag(run_id, "eval.protocol", study.protocol)
+    client.set_tag(run_id, "eval.tasks", ",".join(tasks))
+    client.set_tag(run_id, "eval.seconds", f"{time.perf_counter() - start:.0f}")
+    client.set_tag(run_id, EVALUATED_TAG, "true")
+    client.set_terminated(run_id, "FINISHED")
+    return {"run": run.name, "mlflow_run_id": run_id, "skipped": False}

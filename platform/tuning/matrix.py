@@ -1,0 +1,167 @@
+"""The ablation matrix as configuration: which models are trained, how their runs are tagged, how the report
+aggregates them (``ablation.yaml`` next to this module is the paper's Table 6).
+
+Keys of a matrix file:
+
+``cells``       the ablation proper. Each: ``name`` (unique, used in run names and tags), ``objective``
+                (``gen``/``disc``/``skipthought``), ``settings`` (overrides of the objective's settings),
+                ``tags`` (MLflow tags, strings), ``views`` (encoder view name -> label printed in the report;
+                the names are the ``SentenceEncoder``'s: f, g, f1, f2, g1, g2, and ``ensemble``).
+``references``  optional reference rows, same keys; a ``baseline`` (``avg`` or ``wr``) instead of an objective is
+                computed from the word vectors with no training.
+``combined``    rows that ensemble views of two separately trained cells of the same seed (``combine``:
+                ``[cell/view, cell/view]``), as Table 6 does for the single-view f and g models and for f1 with
+                g1; its training cost is the sum of its parts'.
+``columns``     report columns: ``name``, ``title``, ``metrics`` (evaluation metric keys averaged per run over
+                those the run has).
+``claims``      directions of the paper to check: ``better``/``worse`` (``cell/view``), ``column``, ``paper``.
+
+Every run of the study carries the tags ``skipview.study=ablation``, ``cell``, ``seed`` and the cell's own tags,
+logs its evaluation as ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (``metric_key``
+below), and is tagged ``skipview.ablation.evaluated`` when complete: the report builder reads nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from skipview.platform.tuning.yaml_source import load_model
+
+DEFAULT_MATRIX = Path(__file__).with_name("ablation.yaml")
+STUDY_TAG = "skipview.study"
+STUDY = "ablation"
+CELL_TAG = "cell"
+SEED_TAG = "seed"
+EVALUATED_TAG = "skipview.ablation.evaluated"     # set once every view is evaluated: the run is complete
+ENSEMBLE = "ensemble"
+HOURS = "train/hours"
+SENTENCES_SEEN = "train/sentences_seen"
+
+
+class MatrixError(ValueError):
+    """An ablation-matrix file that is not valid; the message names the file, line and key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Cell(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
+    objective: Literal["gen", "disc", "skipthought"] | None = None
+    baseline: Literal["avg", "wr"] | None = None
+    combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
+    settings: dict[str, Any] = {}
+    tags: dict[str, str] = {}
+    views: dict[Annotated[str, Field(pattern=r"^[^/]+$")], str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if sum(x is not None for x in (self.objective, self.baseline, self.combine)) != 1:
+            raise ValueError("give exactly one of objective (a trained model), baseline (avg, wr) or combine "
+                             "(two cell/view of trained cells)")
+        if self.objective is None and (self.settings or set(self.views) != {ENSEMBLE}):
+            raise ValueError("a baseline or combined row has no settings and one representation: "
+                             "views: {ensemble: <label>}")
+        return self
+
+
+class Column(_Strict):
+    name: str
+    title: str
+    metrics: list[str] = Field(min_length=1)
+
+
+class Claim(_Strict):
+    better: str = Field(pattern=r"^[^/]+/[^/]+$", description="cell/view")
+    worse: str = Field(pattern=r"^[^/]+/[^/]+$", description="cell/view")
+    column: str
+    paper: str = ""
+
+
+class Matrix(_Strict):
+    cells: list[Cell] = Field(min_length=1)
+    combined: list[Cell] = []
+    references: list[Cell] = []
+    columns: list[Column] = Field(min_length=1)
+    claims: list[Claim] = []
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        rows = self.cells + self.combined + self.references
+        names = [c.name for c in rows]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"cell names must be unique; repeated: {', '.join(duplicates)}")
+        views = {c.name: set(c.views) for c in rows}
+        trained = {c.name: set(c.views) for c in self.cells}
+        for row in self.cells + self.references:
+            if row.combine:
+                raise ValueError(f"{row.name}: combine rows belong under combined")
+        for row in self.combined:
+            if not row.combine:
+                raise ValueError(f"{row.name}: a row under combined needs combine: [cell/view, cell/view]")
+            for part in row.combine:
+                cell, view = part.split("/")
+                if view not in trained.get(cell, ()):
+                    raise ValueError(f"{row.name}: combine part {part!r} is not a view of a trained cell")
+        columns = {c.name for c in self.columns}
+        for claim in self.claims:
+            for side in (claim.better, claim.worse):
+                cell, view = side.split("/")
+                if view not in views.get(cell, ()):
+                    raise ValueError(f"claim side {side!r}: no cell {cell!r} with view {view!r}")
+            if claim.column not in columns:
+                raise ValueError(f"claim column {claim.column!r} is not one of {sorted(columns)}")
+        return self
+
+    def rows(self, references: bool) -> list[Cell]:
+        return self.cells + self.combined + (self.references if references else [])
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One training (or baseline evaluation) of the study."""
+
+    cell: Cell
+    seed: int
+
+    @staticmethod
+    def name_of(cell: str, seed: int) -> str:
+        return f"{cell}-seed{seed}"
+
+    @property
+    def run_name(self) -> str:
+        return self.name_of(self.cell.name, self.seed)
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {STUDY_TAG: STUDY, CELL_TAG: self.cell.name, SEED_TAG: str(self.seed), **self.cell.tags}
+
+
+def load_matrix(path: str | Path = DEFAULT_MATRIX) -> Matrix:
+    return load_model(path, Matrix, MatrixError)
+
+
+def plan(matrix: Matrix, seeds: int, references: bool = False, first_seed: int = 0) -> list[PlannedRun]:
+    """Every run of the study, seed-major so an interrupted study has every cell at its first seeds; a combined
+    row follows the cells it combines. Baselines have no randomness: one run each."""
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, got {seeds}")
+    runs = []
+    for seed in range(first_seed, first_seed + seeds):
+        for cell in matrix.rows(references):
+            if cell.baseline is None or seed == first_seed:
+                runs.append(PlannedRun(cell, seed))
+    return runs
+
+
+def metric_key(view: str, metric: str) -> str:
+    """The MLflow metric key of an evaluation metric of one view (``ensemble/sts14.pearson.mean``)."""
+    if not view or "/" in view:
+        raise ValueError(f"a view name is non-empty and has no '/': {view!r}")
+    return f"{view}/{metric}"

@@ -1,0 +1,283 @@
+"""The ablation report: from the study's MLflow runs to ``ablation.md`` (the table), ``ablation.png`` (a chart)
+and ``ablation_summary.json`` (the same numbers for ``dvc metrics``).
+
+Runs are found by experiment and tags (``skipview.study=ablation``, ``cell``, ``seed``; see ``matrix``), so the
+report is rebuilt from the tracking store alone, whatever machine trained the models. Per run, a column is the
+mean of the column's metrics that the run has (evaluation data without MPQA simply leaves MPQA out, and the
+report lists what was used); per cell and view, mean +- sample std over seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skipview.platform.tuning.files import write_aside, write_text_aside
+from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
+                                             Cell, Matrix, metric_key)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    cell: str
+    seed: int
+    start_time: int
+    metrics: Mapping[str, float]
+    params: Mapping[str, str]
+
+
+@dataclass
+class Stat:
+    values: list[float] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def std(self) -> float | None:
+        return statistics.stdev(self.values) if self.n > 1 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "std": self.std, "n": self.n}
+
+    def text(self, digits: int = 1) -> str:
+        if not self.values:
+            return "–"
+        if self.std is None:
+            return f"{self.mean:.{digits}f} (n=1)"
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
+
+
+@dataclass
+class Summary:
+    """Everything the report shows, computed once and rendered three ways."""
+
+    experiment: str
+    rows: list[tuple[Cell, str]]                                  # (cell, view) in matrix order
+    stats: dict[tuple[str, str], dict[str, Stat]]                  # (cell, view) -> column -> Stat
+    cost: dict[str, dict[str, Stat]]                               # cell -> hours / sentences_seen -> Stat
+    seeds: dict[str, list[int]]                                    # cell -> seeds found
+    metrics_used: dict[str, list[str]]                             # column -> metric keys found in some run
+    common_params: dict[str, str]                                  # params identical in every trained run
+    claims: list[dict[str, Any]]
+    missing: list[str]                                             # cells with no finished run
+
+
+def find_runs(client, experiment: str) -> list[RunRecord]:
+    """The finished, evaluated runs of the study in ``experiment``; a (cell, seed) recorded twice keeps its latest
+    run."""
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise LookupError(f"no MLflow experiment named {experiment!r} in {client.tracking_uri}")
+    found: dict[tuple[str, int], RunRecord] = {}
+    token = None
+    while True:
+        page = client.search_runs(
+            [exp.experiment_id],
+            filter_string=(f"tags.`{STUDY_TAG}` = '{STUDY}' and tags.`{EVALUATED_TAG}` = 'true' "
+                           "and attributes.status = 'FINISHED'"),
+            max_results=1000, page_token=token)
+        for run in page:
+            tags = run.data.tags
+            if CELL_TAG not in tags or SEED_TAG not in tags:
+                continue
+            record = RunRecord(run.info.run_id, tags[CELL_TAG], int(tags[SEED_TAG]), run.info.start_time,
+                               dict(run.data.metrics), dict(run.data.params))
+            key = (record.cell, record.seed)
+            if key not in found or found[key].start_time < record.start_time:
+                found[key] = record
+        token = page.token
+        if not token:
+            break
+    return sorted(found.values(), key=lambda r: (r.cell, r.seed))
+
+
+def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, references: bool = True) -> Summary:
+    by_cell: dict[str, list[RunRecord]] = defaultdict(list)
+    for run in runs:
+        by_cell[run.cell].append(run)
+    cells = [c for c in matrix.rows(references) if c.baseline is None or c.name in by_cell]
+    rows = [(cell, view) for cell in cells for view in cell.views]
+    stats: dict[tuple[str, str], dict[str, Stat]] = {}
+    used: dict[str, set[str]] = defaultdict(set)
+    for cell, view in rows:
+        stats[cell.name, view] = {}
+        for column in matrix.columns:
+            stat = Stat()
+            for run in by_cell[cell.name]:
+                present = [m for m in column.metrics if metric_key(view, m) in run.metrics]
+                values = [run.metrics[metric_key(view, m)] for m in present]
+                if values and all(math.isfinite(v) for v in values):
+                    stat.values.append(statistics.fmean(values))
+                    used[column.name].update(present)
+            stats[cell.name, view][column.name] = stat
+    cost = {cell.name: {name: Stat([r.metrics[key] for r in by_cell[cell.name] if key in r.metrics])
+                        for name, key in (("hours", HOURS), ("sentences_seen", SENTENCES_SEEN))} for cell in cells}
+    trained = [r for c in cells if c.baseline is None for r in by_cell[c.name]]
+    common = _common_params(trained)
+    return Summary(
+        experiment=experiment, rows=rows, stats=stats, cost=cost,
+        seeds={c.name: [r.seed for r in by_cell[c.name]] for c in cells},
+        metrics_used={c.name: [m for m in c.metrics if m in used[c.name]] for c in matrix.columns},
+        common_params=common,
+        claims=[_check(claim, stats) for claim in matrix.claims],
+        missing=[c.name for c in cells if not by_cell[c.name]],
+    )
+
+
+def _common_params(runs: list[RunRecord]) -> dict[str, str]:
+    if not runs:
+        return {}
+    first = runs[0].params
+    return {k: v for k, v in sorted(first.items()) if all(r.params.get(k) == v for r in runs[1:])}
+
+
+def _check(claim, stats) -> dict[str, Any]:
+    better_cell, better_view = claim.better.split("/")
+    worse_cell, worse_view = claim.worse.split("/")
+    better = stats.get((better_cell, better_view), {}).get(claim.column, Stat())
+    worse = stats.get((worse_cell, worse_view), {}).get(claim.column, Stat())
+    result: dict[str, Any] = {"better": claim.better, "worse": claim.worse, "column": claim.column,
+                              "paper": claim.paper, "measured_better": better.mean, "measured_worse": worse.mean}
+    if better.mean is None or worse.mean is None:
+        result.update(verdict="not measured", difference=None)
+        return result
+    difference = better.mean - worse.mean
+    # The gap counts as clear when it exceeds the larger seed std of the two sides; with one seed there is no
+    # noise estimate and the verdict says so.
+    noise = max((s.std for s in (better, worse) if s.std is not None), default=None)
+    if difference <= 0:
+        verdict = "not reproduced"
+    elif noise is None:
+        verdict = "reproduced (one seed: no noise estimate)"
+    else:
+        verdict = "reproduced" if difference > noise else "same direction, within seed noise"
+    result.update(verdict=verdict, difference=difference)
+    return result
+
+
+def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None) -> str:
+    columns = matrix.columns
+    lines = [f"# Ablation (MLflow experiment `{summary.experiment}`)", "",
+             "Paper: multi-view frameworks, Table 6. Each number: mean ± sample std over seeds; per run, a column "
+             "is the mean of the metrics listed under *Metrics used* that the run has (×100).", ""]
+    header = ["Model", "View", "Seeds", "Train hours", "Sentences seen"] + [c.title for c in columns]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cell, view in summary.rows:
+        first = view == next(iter(cell.views))
+        cost = summary.cost[cell.name]
+        row = [cell.name if first else "", cell.views[view],
+               str(len(summary.seeds[cell.name])) if first else "",
+               cost["hours"].text(3) if first else "",
+               _count(cost["sentences_seen"]) if first else ""]
+        row += [summary.stats[cell.name, view][c.name].text() for c in columns]
+        lines.append("| " + " | ".join(row) + " |")
+    if summary.missing:
+        lines += ["", f"No finished run for: {', '.join(summary.missing)}."]
+    if chart_name:
+        lines += ["", f"![ablation chart]({chart_name})"]
+    lines += ["", "## Table 6 directions", "",
+              "| Better | Worse | Column | Paper | Measured | Difference | Verdict |", "|---|---|---|---|---|---|---|"]
+    for c in summary.claims:
+        measured = ("–" if c["measured_better"] is None or c["measured_worse"] is None
+                    else f"{c['measured_better']:.1f} vs {c['measured_worse']:.1f}")
+        difference = "–" if c["difference"] is None else f"{c['difference']:+.1f}"
+        lines.append(f"| {c['better']} | {c['worse']} | {c['column']} | {c['paper']} | {measured} | {difference} "
+                     f"| {c['verdict']} |")
+    lines += ["", "## Metrics used", ""]
+    for c in columns:
+        found = summary.metrics_used[c.name]
+        absent = [m for m in c.metrics if m not in found]
+        lines.append(f"- {c.title}: {', '.join(found) or 'none found'}"
+                     + (f" (not in any run: {', '.join(absent)})" if absent else ""))
+    if summary.common_params:
+        lines += ["", "## Settings shared by every trained run", "", "| Param | Value |", "|---|---|"]
+        lines += [f"| `{k}` | `{v}` |" for k, v in summary.common_params.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _count(stat: Stat) -> str:
+    return "–" if stat.mean is None else f"{stat.mean:,.0f}"
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    """Nested ``cell -> view -> column -> {mean, std, n}`` plus cost and the claims; ``dvc metrics show`` reads it."""
+    cells: dict[str, Any] = {}
+    for cell, view in summary.rows:
+        entry = cells.setdefault(cell.name, {"seeds": len(summary.seeds[cell.name]),
+                                             **{k: s.as_dict() for k, s in summary.cost[cell.name].items()}})
+        entry[view] = {column: stat.as_dict() for column, stat in summary.stats[cell.name, view].items()}
+    reproduced = sum(c["verdict"].startswith("reproduced") for c in summary.claims)
+    measured = sum(c["verdict"] != "not measured" for c in summary.claims)
+    return {"experiment": summary.experiment, "cells": cells, "claims_reproduced": reproduced,
+            "claims_measured": measured, "claims": summary.claims}
+
+
+def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
+    """Grouped bars: one panel per column that has data, one group per cell, one bar per view (seed std as error
+    bar)."""
+    import matplotlib
+
+    matplotlib.use("Agg")                      # no display on servers and CI
+    import matplotlib.pyplot as plt
+
+    columns = [c for c in matrix.columns if any(summary.stats[r.name, v][c.name].n for r, v in summary.rows)]
+    if not columns:
+        raise ValueError("no run has any report metric: nothing to chart")
+    cells = list({cell.name: cell for cell, _ in summary.rows if summary.seeds[cell.name]}.values())
+    # Bars by slot: a cell's first view, its second view, then the ensemble (f/g, f1/f2, g1/g2 line up).
+    slots = ("view 1", "view 2", "ensemble")
+    fig, axes = plt.subplots(len(columns), 1, figsize=(max(6.0, 1.3 * len(cells)), 2.8 * len(columns)),
+                             squeeze=False)
+    width = 0.8 / len(slots)
+    for ax, column in zip(axes[:, 0], columns):
+        for i, slot in enumerate(slots):
+            xs, means, errors = [], [], []
+            for x, cell in enumerate(cells):
+                views = [v for v in cell.views if v != ENSEMBLE]
+                view = ENSEMBLE if slot == ENSEMBLE else (views[i] if i < len(views) else None)
+                stat = summary.stats[cell.name, view][column.name] if view in cell.views else None
+                if stat is not None and stat.n:
+                    xs.append(x + (i - 1) * width)
+                    means.append(stat.mean)
+                    errors.append(stat.std or 0.0)
+            ax.bar(xs, means, width, yerr=errors, capsize=2, label=slot)
+        ax.set_title(column.title, fontsize=9)
+        ax.set_xticks(range(len(cells)), [c.name for c in cells], rotation=20, ha="right", rotation_mode="anchor",
+                      fontsize=8)
+        ax.set_xlim(-0.6, len(cells) - 0.4)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, ncols=3)
+    fig.tight_layout()
+    write_aside(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    plt.close(fig)
+
+
+def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True
+                 ) -> dict[str, Path]:
+    """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``; return the paths."""
+    runs = find_runs(client, experiment)
+    if not runs:
+        raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")
+    summary = summarise(matrix, runs, experiment, references)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": out_dir / "ablation.md", "chart": out_dir / "ablation.png",
+             "summary": out_dir / "ablation_summary.json"}
+    render_chart(summary, matrix, paths["chart"])
+    text = render_markdown(summary, matrix, paths["chart"].name)
+    write_text_aside(paths["markdown"], text)
+    write_text_aside(paths["summary"], json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n")
+    return paths

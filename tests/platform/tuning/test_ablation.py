@@ -1,0 +1,90 @@
+"""The ablation study at toy size on the real engines: two cells (a generative and a single-view discriminative
+model) and the fastText-average reference, trained through the training driver on Ray, evaluated per view,
+recorded in MLflow with the compare-view tags; a second invocation skips what is done; the report reads it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from skipview.platform.tracking import store
+from skipview.platform.training.config import TrainSettings
+import numpy as np
+
+from skipview.platform.tuning.ablation import CombinedEncoder, StudySettings, run_study
+from skipview.platform.tuning.matrix import Cell, Matrix, load_matrix
+from skipview.platform.tuning.report import build_report
+
+
+
+class Fixed:
+    def __init__(self, table):
+        self.table = table
+
+    def encode(self, sentences, mode="unsupervised", view="ensemble"):
+        return np.stack([self.table[view][s] for s in sentences])
+
+
+def test_combined_encoder_averages_unsupervised_and_concatenates_supervised():
+    a = Fixed({"f": {"x": np.array([1.0, 0.0]), "y": np.array([0.0, 2.0])}})
+    b = Fixed({"g": {"x": np.array([3.0, 4.0]), "y": np.array([1.0, 1.0])}})
+    combined = CombinedEncoder([(a, "f"), (b, "g")])
+    np.testing.assert_allclose(combined.encode(["x", "y"]), [[2.0, 2.0], [0.5, 1.5]])
+    np.testing.assert_allclose(combined.encode(["x", "y"], mode="supervised"), [[1, 0, 3, 4], [0, 2, 1, 1]])
+
+
+@pytest.mark.slow
+
+def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_data, toy_senteval, tmp_path):
+    corpus, wordvecs = tiny_data
+    full = load_matrix()
+    matrix = Matrix(cells=[c for c in full.cells if c.name in ("gen-invertible", "disc-f")],
+                    combined=[Cell(name="gen+disc", combine=["gen-invertible/f", "disc-f/f"], tags={"views": "f+f"},
+                                   views={"ensemble": "en(gen f, disc f)"})],
+                    references=[r for r in full.references if r.name == "fasttext-avg"],
+                    columns=full.columns,
+                    claims=[c for c in full.claims if c.better == "gen-invertible/ensemble"
+                            and c.worse == "gen-invertible/f"])
+    base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
+                         batch_size=16, max_steps=4, checkpoint_every=4, postprocessing_sentences=50,
+                         objective_settings={"hidden_size": 8, "context_window": 2})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    study = StudySettings(name="toy", storage=str(tmp_path / "runs"), experiment="ablation-test", seeds=1,
+                          references=True, tasks=("sts14", "sickr_unsup", "mr"), protocol="fast", tracking_uri=uri)
+    records = run_study(matrix, base, study)
+    assert [r["skipped"] for r in records] == [False, False, False, False]
+
+    client = store.client(uri)
+    experiment = client.get_experiment_by_name("ablation-test").experiment_id
+    runs = {r.data.tags["cell"]: r for r in client.search_runs([experiment])}
+    assert set(runs) == {"gen-invertible", "disc-f", "gen+disc", "fasttext-avg"}
+    gen, disc, avg, both = runs["gen-invertible"], runs["disc-f"], runs["fasttext-avg"], runs["gen+disc"]
+    assert (gen.data.tags["objective"], gen.data.tags["invertible"], gen.data.tags["seed"]) == ("gen", "true", "0")
+    assert (disc.data.tags["objective"], disc.data.tags["views"]) == ("disc", "f")
+    # the shared hidden size reached both objectives; the disc-only window did not reach gen
+    assert gen.data.params["objective_settings.hidden_size"] == "8"
+    assert "objective_settings.context_window" not in gen.data.params
+    assert disc.data.params["objective_settings.context_window"] == "2"
+    for run, views in ((gen, ("f", "g", "ensemble")), (disc, ("f",)), (avg, ("ensemble",)), (both, ("ensemble",))):
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["eval.tasks"] == "sts14"                   # the toy data has no SICK or MR files
+        for view in views:
+            assert -100 <= run.data.metrics[f"{view}/sts14.pearson.mean"] <= 100
+    assert "g/sts14.pearson.mean" not in disc.data.metrics              # a single-view model has only its view
+    assert gen.data.metrics["train/sentences_seen"] == 4 * 16
+    assert gen.data.metrics["train/hours"] > 0 and avg.data.metrics["train/hours"] == 0
+    assert both.data.metrics["train/hours"] == pytest.approx(gen.data.metrics["train/hours"]
+                                                             + disc.data.metrics["train/hours"])
+    assert len(client.get_metric_history(gen.info.run_id, "loss")) == 4    # the training loop logged into it too
+
+    again = run_study(matrix, base, study)                              # a finished study is not redone
+    assert [r["skipped"] for r in again] == [True, True, True, True]
+    assert len(client.search_runs([experiment])) == 4
+
+    paths = build_report(client, "ablation-test", matrix, tmp_path / "reports")
+    summary = json.loads(paths["summary"].read_text())
+    assert summary["cells"]["gen-invertible"]["ensemble"]["sts_avg"]["mean"] == pytest.approx(
+        gen.data.metrics["ensemble/sts14.pearson.mean"])
+    assert summary["claims_measured"] == 1
+    assert "fasttext-avg" in paths["markdown"].read_text()

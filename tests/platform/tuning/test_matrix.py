@@ -1,0 +1,89 @@
+"""The ablation matrix file: the shipped one is Table 6; bad files fail naming file, line and key."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from skipview.platform.tuning.matrix import MatrixError, load_matrix, metric_key, plan
+
+
+def test_shipped_matrix_is_table_6():
+    matrix = load_matrix()
+    cells = {c.name: c for c in matrix.cells}
+    assert {c.settings.get("invertible") for c in cells.values() if c.objective == "gen"} == {True, False}
+    assert sorted(c.settings["views"] for c in cells.values() if c.objective == "disc") == ["f", "ff", "fg", "g", "gg"]
+    # single-view models only have their one view; every tagged cell carries the compare-view tags
+    assert set(cells["disc-f"].views) == {"f"} and set(cells["disc-g"].views) == {"g"}
+    assert set(cells["disc-ff"].views) == {"f1", "f2", "ensemble"}     # the encoder's own view names
+    assert all({"objective", "views"} <= set(c.tags) for c in matrix.cells)
+    assert {r.baseline for r in matrix.references} == {None, "avg", "wr"}
+    combined = {c.name: c.combine for c in matrix.combined}
+    assert combined == {"disc-f+disc-g": ["disc-f/f", "disc-g/g"], "disc-ff+disc-gg": ["disc-ff/f1", "disc-gg/g1"]}
+
+
+def test_plan_runs_every_cell_per_seed_and_baselines_once():
+    matrix = load_matrix()
+    runs = plan(matrix, seeds=3)
+    assert len(runs) == (7 + 2) * 3                         # 7 trained cells and 2 cross-model ensembles per seed
+    assert [r.seed for r in runs[:9]] == [0] * 9            # seed-major: an interrupted study covers every cell
+    names = [r.cell.name for r in runs[:9]]
+    assert names.index("disc-f+disc-g") > max(names.index("disc-f"), names.index("disc-g"))   # parts first
+    assert len({r.run_name for r in runs}) == len(runs)
+    with_refs = plan(matrix, seeds=3, references=True)
+    assert len(with_refs) == 9 * 3 + 3 + 2                  # skip-thought per seed, avg and WR once
+    first = with_refs[0]
+    assert first.tags["skipview.study"] == "ablation" and first.tags["cell"] == first.cell.name
+    assert first.tags["seed"] == "0"
+    with pytest.raises(ValueError, match="at least 1"):
+        plan(matrix, seeds=0)
+
+
+def test_metric_key_names_view_and_metric():
+    assert metric_key("ensemble", "sts14.pearson.mean") == "ensemble/sts14.pearson.mean"
+    with pytest.raises(ValueError, match="view"):
+        metric_key("f/g", "sts14.pearson.mean")
+
+
+@pytest.mark.parametrize("body, where, reason", [
+    ("""
+        cells:
+          - {name: a, objective: gen, views: {f: z_f}}
+          - {name: a, objective: disc, views: {f: z_f}}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+     """, ":2: (top level)", "repeated: a"),
+    ("""
+        cells:
+          - name: a
+            objective: gen
+            views: {f/g: z_h}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+     """, ":5: cells.0.views.f/g", "should match pattern"),
+    ("""
+        cells:
+          - {name: a, objective: gen, baseline: avg, views: {f: z_f}}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+     """, ":3: cells.0", "exactly one of objective"),
+    ("""
+        cells:
+          - {name: a, objective: gen, views: {f: z_f}}
+        combined:
+          - {name: b, combine: [a/f, a/g], views: {ensemble: en}}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+     """, ":2: (top level)", "combine part 'a/g' is not a view of a trained cell"),
+    ("""
+        cells:
+          - {name: a, objective: gen, views: {f: z_f}}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+        claims:
+          - {better: a/g, worse: a/f, column: sts}
+     """, ":2: (top level)", "no cell 'a' with view 'g'"),
+])
+def test_bad_matrix_files_name_file_line_and_key(tmp_path, body, where, reason):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(textwrap.dedent(body))
+    with pytest.raises(MatrixError) as caught:
+        load_matrix(path)
+    assert f"{path}{where}: " in str(caught.value), str(caught.value)
+    assert reason in str(caught.value)

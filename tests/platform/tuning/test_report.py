@@ -1,0 +1,105 @@
+"""The ablation report built from a real MLflow SQLite store filled with runs whose numbers are known."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import zlib
+
+import pytest
+
+from skipview.platform.tuning.matrix import HOURS, SENTENCES_SEEN, load_matrix, metric_key
+from skipview.platform.tuning.report import build_report
+
+EXPERIMENT = "ablation-test"
+# A store whose evaluation had no STS15/16 and no MPQA (as with ../shared/data): those are left out of averages.
+STS = ["sts12.pearson.mean", "sts13.pearson.mean", "sts14.pearson.mean", "sickr_unsup.pearson.mean"]
+BINARY = ["mr.acc", "cr.acc", "subj.acc", "sst2.acc"]
+
+
+def value(cell: str, view: str, metric: str, seed: int) -> float:
+    """A deterministic, distinct number per (cell, view, metric, seed)."""
+    base = {"disc-fg": 60.0, "gen-invertible": 50.0, "disc-f": 40.0}[cell]
+    shift = {"f": 0.0, "g": 3.0, "ensemble": 6.0}[view]
+    return base + shift + (zlib.crc32(metric.encode()) % 7) * 0.5 + seed * 1.25
+
+
+@pytest.fixture()
+def store(tmp_path):
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment(EXPERIMENT, artifact_location=str(tmp_path / "artifacts"))
+    matrix = load_matrix()
+    cells = {c.name: c for c in matrix.rows(references=True)}
+
+    def log(cell: str, seed: int, status: str = "FINISHED", offset: float = 0.0, params=None) -> None:
+        tags = {"skipview.study": "ablation", "cell": cell, "seed": str(seed), **cells[cell].tags,
+                "skipview.ablation.evaluated": "true"}
+        run = client.create_run(experiment, run_name=f"{cell}-seed{seed}", tags=tags)
+        metrics = [Metric(metric_key(view, m), value(cell, view, m, seed) + offset, 0, 0)
+                   for view in cells[cell].views for m in STS + BINARY]
+        metrics += [Metric(HOURS, 0.5 + seed * 0.1, 0, 0), Metric(SENTENCES_SEEN, 1000.0 * (seed + 1), 0, 0)]
+        client.log_batch(run.info.run_id, metrics=metrics)
+        for key, val in (params or {"objective.hidden_size": "64", "training.max_steps": "200"}).items():
+            client.log_param(run.info.run_id, key, val)
+        client.set_terminated(run.info.run_id, status)
+
+    for seed in range(3):
+        log("disc-fg", seed, offset=-100.0 if seed == 0 else 0.0)   # seed 0 is superseded by a rerun below
+        log("gen-invertible", seed)
+    log("disc-fg", 0)                                                # the rerun: the latest run counts
+    log("disc-f", 0)
+    log("disc-f", 1, status="FAILED", offset=+500.0)                 # failed runs never enter the report
+    unevaluated = client.create_run(experiment, tags={"skipview.study": "ablation", "cell": "disc-g", "seed": "0"})
+    client.set_terminated(unevaluated.info.run_id, "FINISHED")        # trained but never evaluated: left out
+    return client, matrix
+
+
+def test_report_from_mlflow_runs(store, tmp_path):
+    client, matrix = store
+    paths = build_report(client, EXPERIMENT, matrix, tmp_path / "reports")
+    summary = json.loads(paths["summary"].read_text())
+
+    for cell, view, seeds in [("disc-fg", "ensemble", 3), ("disc-fg", "f", 3), ("gen-invertible", "g", 3),
+                              ("disc-f", "f", 1)]:
+        per_seed = [statistics.fmean(value(cell, view, m, s) for m in STS) for s in range(seeds)]
+        got = summary["cells"][cell][view]["sts_avg"]
+        assert got["n"] == seeds
+        assert got["mean"] == pytest.approx(statistics.fmean(per_seed))
+        assert got["std"] == (pytest.approx(statistics.stdev(per_seed)) if seeds > 1 else None)
+        per_seed = [statistics.fmean(value(cell, view, m, s) for m in BINARY) for s in range(seeds)]
+        assert summary["cells"][cell][view]["binary_avg"]["mean"] == pytest.approx(statistics.fmean(per_seed))
+    assert summary["cells"]["disc-fg"]["hours"]["mean"] == pytest.approx(0.6)
+    assert summary["cells"]["disc-fg"]["sentences_seen"]["mean"] == pytest.approx(2000.0)
+    assert summary["cells"]["disc-fg"]["f"]["mrpc_acc"]["n"] == 0          # MRPC absent: no number invented
+
+    claims = {(c["better"], c["worse"], c["column"]): c for c in summary["claims"]}
+    assert claims["disc-fg/ensemble", "disc-fg/f", "sts_avg"]["verdict"] == "reproduced"      # +6 over std ~1.25
+    assert claims["disc-fg/f", "disc-f/f", "sts_avg"]["difference"] == pytest.approx(
+        summary["cells"]["disc-fg"]["f"]["sts_avg"]["mean"] - summary["cells"]["disc-f"]["f"]["sts_avg"]["mean"])
+    assert claims["disc-fg/f", "disc-ff/f1", "sts_avg"]["verdict"] == "not measured"
+    worse_first = claims["gen-invertible/g", "gen-invertible/f", "sts_avg"]
+    assert worse_first["verdict"] == "reproduced"                                              # g = f + 3
+
+    text = paths["markdown"].read_text()
+    assert "| disc-fg | z_f | 3 |" in text
+    assert "en(z_f, z_g)" in text
+    assert ("No finished run for: gen-no-invertible, disc-ff, disc-gg, disc-g, disc-f+disc-g, disc-ff+disc-gg, "
+            "skipthought." in text)
+    assert "not in any run: sts15.pearson.mean, sts16.pearson.mean" in text
+    assert "| `training.max_steps` | `200` |" in text                    # the shared settings state dims and steps
+    assert "fasttext-avg" not in text                                    # baselines appear only when they ran
+    assert paths["chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list((tmp_path / "reports").glob(".*.partial*"))
+
+
+def test_report_refuses_an_experiment_without_study_runs(store, tmp_path):
+    client, matrix = store
+    client.create_experiment("empty")
+    with pytest.raises(LookupError, match="no finished run"):
+        build_report(client, "empty", matrix, tmp_path / "reports")
+    with pytest.raises(LookupError, match="no MLflow experiment named 'absent'"):
+        build_report(client, "absent", matrix, tmp_path / "reports")
+    assert not (tmp_path / "reports").exists()

@@ -1,0 +1,95 @@
+"""A 2-trial search on the real engines at toy size: Ray Tune + Optuna TPE + ASHA around Ray Train trials,
+a real MLflow SQLite store, the real disc objective. Then the same search name resumes instead of starting over."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+
+from skipview.platform.tracking import store
+from skipview.platform.training.config import TrainSettings, load_settings
+from skipview.platform.tuning.search import PARENT_TAG, STOPPED_TAG, SearchSettings, run_search, trials_markdown
+from skipview.platform.tuning.space import load_space
+
+STEPS, EVERY = 6, 2
+
+
+def test_trials_table_lists_best_first_with_how_each_trial_ended():
+    trial = {"config": {"objective": {"context_window": 2}, "training": {"optimizer.lr": 0.001}}, "error": None}
+    table = trials_markdown([
+        {**trial, "trial_id": "a", "last_step": 2, "best_sts14": 40.0, "last_sts14": 40.0, "stopped_early": True},
+        {**trial, "trial_id": "b", "last_step": 6, "best_sts14": 55.5, "last_sts14": 50.25, "stopped_early": False},
+        {**trial, "trial_id": "c", "last_step": None, "best_sts14": None, "last_sts14": None, "stopped_early": False,
+         "error": "RayTaskError"},
+    ], max_steps=6).splitlines()
+    assert table[0] == ("| trial | objective.context_window | training.optimizer.lr | steps | best STS14 | last STS14 "
+                        "| outcome |")
+    assert table[2] == "| b | 2 | 0.001 | 6 | 55.50 | 50.25 | ran 6 steps |"
+    assert table[3] == "| a | 2 | 0.001 | 2 | 40.00 | 40.00 | stopped by ASHA at step 2 |"
+    assert table[4] == "| c | 2 | 0.001 | – | – | – | error: RayTaskError |"
+
+
+@pytest.mark.slow
+
+def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session, tiny_data, toy_senteval, tmp_path,
+                                                                    monkeypatch):
+    corpus, wordvecs = tiny_data
+    space_file = tmp_path / "disc.yaml"
+    space_file.write_text(textwrap.dedent("""
+        objective: disc
+        space:
+          objective:
+            context_window: {distribution: randint, low: 1, high: 3}
+            hidden_size: 8
+          training:
+            optimizer.lr: {distribution: loguniform, low: 1e-3, high: 1e-2}
+    """))
+    space = load_space(space_file)
+    base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
+                         batch_size=16, max_steps=STEPS, checkpoint_every=EVERY, postprocessing_sentences=50)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)          # a relative storage must mean the same folder inside every trial
+    search = SearchSettings(name="toy", storage="runs", num_samples=2, max_concurrent=2, seed=5,
+                            grace_period=EVERY, tracking_uri=uri, experiment="tune-test")
+    outcome = run_search(space, base, search)
+
+    assert len(outcome.trials) == 2
+    assert all(t.error is None and math.isfinite(t.best_sts14) for t in outcome.trials)
+    assert max(t.last_step for t in outcome.trials) == STEPS          # ASHA lets the leader run to the end
+    for trial in outcome.trials:                                        # each trial's Train run, where resume looks
+        assert list((tmp_path / "runs" / trial.run_name).glob("checkpoint_*")), trial.run_name
+    client = store.client(uri)
+    parent = client.get_run(outcome.parent_run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.metrics["best_sts14"] == pytest.approx(outcome.best_sts14)
+    children = client.search_runs([parent.info.experiment_id],
+                                  filter_string=f"tags.`{PARENT_TAG}` = '{outcome.parent_run_id}'")
+    assert len(children) == 2
+    for trial in outcome.trials:
+        child = next(c for c in children if c.info.run_name == trial.run_name)
+        params = child.data.params
+        assert params["objective_settings.context_window"] == str(trial.config["objective"]["context_window"])
+        assert float(params["optimizer.lr"]) == pytest.approx(trial.config["training"]["optimizer.lr"])
+        # The STS14 curve: every checkpoint Tune saw; a stopped trial may log one more before its kill lands.
+        steps = sorted(m.step for m in client.get_metric_history(child.info.run_id, "sts14"))
+        assert steps == list(range(EVERY, steps[-1] + 1, EVERY)) and steps[-1] >= trial.last_step
+        if trial.stopped_early:
+            assert child.data.tags[STOPPED_TAG] == f"step {trial.last_step}"
+            assert child.info.status in ("KILLED", "FINISHED")     # FINISHED only if it ended before the kill
+        else:
+            assert child.info.status == "FINISHED" and steps[-1] == STEPS
+
+    table = outcome.best_config_path.with_name("best_config_trials.md").read_text().splitlines()
+    assert len(table) == 2 + 2 and f"| {outcome.best_trial} |" in table[2]
+    best = load_settings(outcome.best_config_path, {}, [])            # what `skipview train --config` reads
+    best_trial = next(t for t in outcome.trials if t.trial_id == outcome.best_trial)
+    assert best.objective_settings["context_window"] == best_trial.config["objective"]["context_window"]
+    assert best.optimizer.lr == pytest.approx(best_trial.config["training"]["optimizer.lr"])
+    assert best.objective_settings["hidden_size"] == 8 and best.max_steps == STEPS and best.seed == 5
+
+    again = run_search(space, base, search)                          # same name: restored, not re-run
+    assert again.parent_run_id == outcome.parent_run_id
+    assert sorted(t.trial_id for t in again.trials) == sorted(t.trial_id for t in outcome.trials)
+    assert again.best_sts14 == pytest.approx(outcome.best_sts14)
