@@ -2,7 +2,8 @@
 
 A trainer knows nothing about any particular objective. It
 
-1. builds one by name: ``registry.build_objective(name, settings, vocab=..., word_vectors=...)``;
+1. builds one by name: ``registry.build_objective(name, settings, vocab=..., word_vectors=...)``, starting from
+   the objective's own ``training_defaults`` (``registry.training_defaults(name)``);
 2. asks it which examples it needs (``example_kind``) and draws length-bucketed batches of that kind from the
    memory-mapped corpus with ``skipview.models.batching.iterate_batches``;
 3. per step: ``out = objective(batch)``; ``out.loss.backward()``; optimiser step;
@@ -48,6 +49,9 @@ class ObjectiveOutput:
 
 class Objective(nn.Module, ABC):
     example_kind: ClassVar[ExampleKind]
+    # the paper's training settings in the trainer's keys (TrainSettings: batch_size, optimizer.lr, ...); the
+    # trainer layers a run's configuration on top of them
+    training_defaults: ClassVar[dict] = {}
 
     @abstractmethod
     def forward(self, batch) -> ObjectiveOutput: ...

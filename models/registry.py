@@ -11,6 +11,7 @@ as ``cls(config, vocab=..., word_vectors=...)``.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 from collections.abc import Callable
@@ -63,6 +64,11 @@ def _entry(name: str) -> tuple[type[ObjectiveConfig], type[Objective]]:
 
 def config_class(name: str) -> type[ObjectiveConfig]:
     return _entry(name)[0]
+
+
+def training_defaults(name: str) -> dict:
+    """The objective's paper training settings (``Objective.training_defaults``), a fresh copy to build on."""
+    return copy.deepcopy(_entry(name)[1].training_defaults)
 
 
 def parse_config(name: str, settings: dict | None) -> ObjectiveConfig:

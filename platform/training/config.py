@@ -103,8 +103,28 @@ def read_config(reference: str | Path) -> dict[str, Any]:
     return dict(node)
 
 
+def merge(tree: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` on top of ``tree``, section by section (a config's ``optimizer.lr`` keeps the default clip)."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(tree.get(key), dict):
+            merge(tree[key], value)
+        else:
+            tree[key] = value
+    return tree
+
+
+def objective_defaults(objective: str | None) -> dict[str, Any]:
+    if not objective or ":" in objective:        # a ``module:factory`` objective brings no paper defaults
+        return {}
+    from skipview.models.registry import training_defaults
+
+    return training_defaults(objective)
+
+
 def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str]) -> TrainSettings:
-    tree: dict[str, Any] = read_config(config_file) if config_file is not None else {}
+    """Layers, last wins: the objective's paper defaults, the config file, the command's options, ``--set``."""
+    tree = objective_defaults(base.get("objective"))
+    merge(tree, read_config(config_file) if config_file is not None else {})
     tree.update({k: v for k, v in base.items() if v is not None})
     for key, value in parse_overrides(overrides):
         set_dotted(tree, key, value)

@@ -28,6 +28,17 @@ def test_config_section_of_a_params_file(tmp_path):
         load_settings(f"{params}:train.other", BASE, [])
 
 
+def test_objective_paper_defaults_sit_under_the_config(tmp_path):
+    """skip-thought's paper settings (batch 128, clip 10) apply unless the config or --set says otherwise."""
+    skipthought = {"objective": "skipthought", "corpus": "/c"}
+    assert load_settings(None, skipthought, []).batch_size == 128
+    config = tmp_path / "train.yaml"
+    config.write_text("optimizer: {lr: 0.01}\n")
+    settings = load_settings(config, skipthought, ["batch_size=16"])
+    assert (settings.batch_size, settings.optimizer.lr, settings.optimizer.grad_clip) == (16, 0.01, 10.0)
+    assert load_settings(None, BASE, []).batch_size == TrainSettings.model_fields["batch_size"].default
+
+
 def test_unknown_and_bad_keys_are_named(tmp_path):
     with pytest.raises(ValidationError, match="optimizer.lrr"):
         load_settings(None, BASE, ["optimizer.lrr=1"])

@@ -1,4 +1,4 @@
-"""The registered objectives (gen, disc) train under the engine with 2 workers, and periodic STS14 on the real
+"""The registered objectives (gen, disc, skipthought) train under the engine with 2 workers, and periodic STS14 on the real
 SentEval data is reported with each checkpoint, logged to MLflow, and used to keep the best checkpoint."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def sts14_words(limit: int = 400) -> list[str]:
 @pytest.mark.parametrize("objective,objective_settings,with_sts", [
     ("gen", {"hidden_size": 6, "negatives": 2}, False),
     ("disc", {"hidden_size": 6}, True),
+    ("skipthought", {"hidden_size": 8, "embedding_dim": 6, "vocab_size": 40}, False),
 ])
 def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, objective, objective_settings, with_sts):
     if with_sts and not STS14.is_dir():
