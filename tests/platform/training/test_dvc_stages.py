@@ -4,28 +4,19 @@ books and the real SentEval data, with tiny train params (real DVC, Ray, MLflow;
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from dvc_checkout import DVC, REPO, fresh_checkout, run, stages_run
 
-REPO = Path(__file__).resolve().parents[3]
 SHARED = (REPO / ".." / "shared" / "data").resolve()
 BOOKS = ("pg11.txt.gz", "pg986.txt.gz", "pg2754.txt.gz")
 OBJECTIVES = ("disc", "gen")
 
 pytestmark = pytest.mark.slow
-
-
-def run(args: list[str], cwd: Path, env: dict) -> str:
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
-    return done.stdout + done.stderr
 
 
 @pytest.fixture
@@ -43,43 +34,23 @@ def repo(tmp_path: Path) -> tuple[Path, dict]:
     (data_root / "corpora" / "gutenberg_novels" / "SHA256SUMS").write_text("".join(sums))
     (data_root / "senteval").symlink_to(SHARED / "senteval")
 
-    repo = tmp_path / "repo"
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
-                            text=True, check=True).stdout.split()
-    for name in listed:
-        if (REPO / name).is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, repo / name)
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["data_root"] = str(data_root)
-    gutenberg = params["corpora"]["gutenberg_novels"]
-    gutenberg["wordvecs"] = {**gutenberg["wordvecs"], "dim": 16, "epochs": 1, "buckets": 1000, "threads": 1}
-    params["train"].update(objectives=list(OBJECTIVES), corpora=["gutenberg_novels"], hidden_size=8, workers=2)
-    params["train"]["settings"].update(batch_size=16, max_steps=6, checkpoint_every=3, postprocessing_sentences=200)
-    params["evaluate"] = {"tasks": "sts14,sickr_unsup", "protocol": "fast"}
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    def tiny(params: dict) -> None:
+        params["data_root"] = str(data_root)
+        gutenberg = params["corpora"]["gutenberg_novels"]
+        gutenberg["wordvecs"] = {**gutenberg["wordvecs"], "dim": 16, "epochs": 1, "buckets": 1000, "threads": 1}
+        params["train"].update(objectives=list(OBJECTIVES), corpora=["gutenberg_novels"], hidden_size=8, workers=2)
+        params["train"]["settings"].update(batch_size=16, max_steps=6, checkpoint_every=3,
+                                           postprocessing_sentences=200)
+        params["evaluate"] = {"tasks": "sts14,sickr_unsup", "protocol": "fast"}
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "skipview").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m skipview.platform.cli "$@"\n')
-    (bin_dir / "skipview").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)
-    env.pop("MLFLOW_TRACKING_URI", None)
-    env.pop("RAY_ADDRESS", None)
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.org"]
-    run(git + ["init", "-q"], repo, env)
-    run(git + ["add", "-A"], repo, env)
-    run(git + ["commit", "-qm", "fresh checkout"], repo, env)
-    return repo, env
+    return fresh_checkout(tmp_path, tiny)
 
 
 def test_dvc_repro_from_raw_corpus_to_evaluation_metrics(repo):
     repo, env = repo
-    dvc = [sys.executable, "-m", "dvc"]
     targets = [f"evaluate@{o}-gutenberg_novels" for o in OBJECTIVES]
-    output = run(dvc + ["repro", *targets], repo, env)
-    ran = set(re.findall(r"Running stage '([^']+)'", output))
+    output = run(DVC + ["repro", *targets], repo, env)
+    ran = stages_run(output)
     assert {"fetch@gutenberg_novels", "prepare@gutenberg_novels", "wordvecs@gutenberg_novels", "fetch_senteval",
             *[f"train@{o}-gutenberg_novels" for o in OBJECTIVES], *targets} == ran
     for objective in OBJECTIVES:
@@ -95,4 +66,4 @@ def test_dvc_repro_from_raw_corpus_to_evaluation_metrics(repo):
     client = store.client(f"sqlite:///{repo}/mlflow.db")
     tags = client.get_run(trained["mlflow_run_id"]).data.tags
     assert tags["corpus.hash"] == f"dvc:{prepared_md5}"
-    assert "up to date" in run(dvc + ["status", *targets], repo, env)
+    assert "up to date" in run(DVC + ["status", *targets], repo, env)
