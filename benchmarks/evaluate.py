@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from skipview.platform.evaluation.datasets import LOADERS, TaskDataError, load_task
+from skipview.platform.evaluation.datasets import load_task
 from skipview.platform.evaluation.suite import PROTOCOLS, TASKS, run_tasks
 
 # Documented sizes (SentEval / the task papers) used for stand-ins of absent tasks.

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from prepared_data import write_prepared_corpus
 
 from skipview.models.corpus import PreparedCorpus
-from skipview.models.text import Tokenizer
-from skipview.models.vocab import SPECIALS, Vocab
+from skipview.models.vocab import SPECIALS
 
 
 @pytest.fixture(autouse=True)
@@ -23,32 +21,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def write_prepared_corpus(path: Path, documents: list[list[list[str]]], vocab: Vocab | None = None) -> PreparedCorpus:
-    """Write documents (lists of tokenised sentences) in the prepared-corpus layout of DESIGN.md section 2
-    (vocabulary from their own counts unless one is given, e.g. to share ids with a training corpus)."""
-    path.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, int] = {}
-    for doc in documents:
-        for sentence in doc:
-            for word in sentence:
-                counts[word] = counts.get(word, 0) + 1
-    vocab = vocab or Vocab.from_counts(counts)
-    ids, offsets, doc_index = [], [0], []
-    for doc in documents:
-        doc_index.append(len(offsets) - 1)
-        for sentence in doc:
-            ids.extend(vocab.encode(sentence))
-            offsets.append(len(ids))
-    np.asarray(ids, dtype=np.uint32).tofile(path / "tokens.bin")
-    np.save(path / "offsets.npy", np.asarray(offsets, dtype=np.int64))
-    np.save(path / "doc_index.npy", np.asarray(doc_index, dtype=np.int64))
-    vocab.save(path / "vocab.tsv")
-    (path / "meta.json").write_text(json.dumps({
-        "sentences": len(offsets) - 1, "documents": len(documents), "tokens": len(ids),
-        "tokenizer": Tokenizer().to_dict()}))
-    return PreparedCorpus(path)
 
 
 @dataclass

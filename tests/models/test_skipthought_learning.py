@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 
-from conftest import write_prepared_corpus
+from prepared_data import write_prepared_corpus
 from skipview.models.batching import iterate_batches
 from skipview.models.registry import build_objective
 from skipview.models.vocab import EOS_ID, SPECIALS, UNK_ID

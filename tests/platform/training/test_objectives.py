@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import write_prepared_corpus
+from prepared_data import write_training_data
 
 from skipview.models.text import Tokenizer
 from skipview.platform.tracking import store
@@ -35,7 +35,7 @@ def sts14_words(limit: int = 400) -> list[str]:
 def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, objective, objective_settings, with_sts):
     if with_sts and not STS14.is_dir():
         pytest.skip(f"SentEval data not found at {SENTEVAL}")
-    corpus, wordvecs = write_prepared_corpus(tmp_path / "data", words=sts14_words() if with_sts else 60)
+    corpus, wordvecs = write_training_data(tmp_path / "data", words=sts14_words() if with_sts else 60)
     settings = TrainSettings(objective=objective, objective_settings=objective_settings, corpus=str(corpus),
                              wordvecs=str(wordvecs), batch_size=16, max_steps=8, checkpoint_every=4,
                              postprocessing_sentences=100, senteval_dir=str(SENTEVAL) if with_sts else None)

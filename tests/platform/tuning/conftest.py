@@ -4,17 +4,11 @@ constant zero vectors and no correlation)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-_spec = importlib.util.spec_from_file_location(
-    "training_fixtures", Path(__file__).resolve().parents[1] / "training" / "conftest.py")
-training_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(training_fixtures)
-
+from prepared_data import write_training_data
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +24,7 @@ def ray_session():
 
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory):
-    return training_fixtures.write_prepared_corpus(tmp_path_factory.mktemp("data"))
+    return write_training_data(tmp_path_factory.mktemp("data"))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,68 @@
+"""Prepared corpora (the ``skipview data prepare`` layout, DESIGN.md section 2) and aligned word vectors written
+directly by the tests, so model and engine tests need no raw corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from skipview.models.corpus import PreparedCorpus
+from skipview.models.text import Tokenizer
+from skipview.models.vocab import SPECIALS, Vocab
+
+
+def write_prepared_corpus(path: Path, documents: list[list[list[str]]], vocab: Vocab | None = None) -> PreparedCorpus:
+    """Write documents (lists of tokenised sentences) as a prepared corpus (vocabulary from their own counts
+    unless one is given, e.g. to share ids with a training corpus)."""
+    path.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for doc in documents:
+        for sentence in doc:
+            for word in sentence:
+                counts[word] = counts.get(word, 0) + 1
+    vocab = vocab or Vocab.from_counts(counts)
+    ids, offsets, doc_index = [], [0], []
+    for doc in documents:
+        doc_index.append(len(offsets) - 1)
+        for sentence in doc:
+            ids.extend(vocab.encode(sentence))
+            offsets.append(len(ids))
+    np.asarray(ids, dtype=np.uint32).tofile(path / "tokens.bin")
+    np.save(path / "offsets.npy", np.asarray(offsets, dtype=np.int64))
+    np.save(path / "doc_index.npy", np.asarray(doc_index, dtype=np.int64))
+    vocab.save(path / "vocab.tsv")
+    (path / "meta.json").write_text(json.dumps({
+        "sentences": len(offsets) - 1, "documents": len(documents), "tokens": len(ids),
+        "tokenizer": Tokenizer().to_dict()}))
+    return PreparedCorpus(path)
+
+
+def write_training_data(root: Path, *, documents: int = 20, sentences_per_doc: int = 40,
+                        words: int | list[str] = 60, dim: int = 12, seed: int = 0) -> tuple[Path, Path]:
+    """``root/prepared`` and ``root/wordvecs``: documents that drift between topics of 5 words, so the next
+    sentence shares words with the current one and a contrastive objective has something to learn."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(words)] if isinstance(words, int) else words
+    vocab = Vocab(list(SPECIALS) + words, [0] * len(SPECIALS) + [100] * len(words))
+    docs = []
+    for _ in range(documents):
+        doc, topic = [], rng.integers(len(SPECIALS), len(vocab), size=5)
+        for _ in range(sentences_per_doc):
+            length = int(rng.integers(3, 12))
+            ids = np.where(rng.random(length) < 0.5, rng.choice(topic, length),
+                           rng.integers(len(SPECIALS), len(vocab), length))
+            doc.append(vocab.decode(ids))
+            if rng.random() < 0.2:
+                topic = rng.integers(len(SPECIALS), len(vocab), size=5)
+        docs.append(doc)
+    corpus = write_prepared_corpus(root / "prepared", docs, vocab).path
+    wordvecs = root / "wordvecs"
+    wordvecs.mkdir()
+    vectors = rng.normal(size=(len(vocab), dim)).astype(np.float32)
+    vectors[: len(SPECIALS)] = 0
+    np.save(wordvecs / "vectors.npy", vectors)
+    vocab.save(wordvecs / "vocab.tsv")
+    (wordvecs / "meta.json").write_text(json.dumps({"dim": dim, "tokenizer": Tokenizer().to_dict()}))
+    return corpus, wordvecs
