@@ -5,10 +5,15 @@ top principal component of the batch is estimated by power iteration and project
 
     a_ij = cos(z^A_i, z^B_j) + cos(z^B_i, z^A_j)        (two views A, B: fg, ff, gg)
     a_ij = 2 cos(z_i, z_j)                              (one view: f or g)
-    p_ij = exp(a_ij / tau) / sum_{n != i} exp(a_in / tau)
-    loss = - mean over positive pairs (i, j) of log p_ij,  positives: 0 < |i - j| <= c and same document.
+    p_ij = exp(a_ij / tau) / sum_n exp(a_in / tau)          (n over the N sentences of the batch, n = i included)
+    loss = - mean over positive pairs (i, j) of log p_ij,  positives: |i - j| <= c and same document.
 
 tau = exp(log_tau) is trainable, initially 1.
+
+Eq. 3 as printed: the positives are ``|i - j| <= c``, so ``j = i`` is one of them (for two views, the agreement
+of a sentence's own two views, the multi-view term proper), and the denominator runs over a window of N sentences
+with ``n = i`` in it, here the batch. DESIGN.md's ``0 < |i - j| <= c`` differs; the paper is followed
+(models/MULTIVIEW_CHOICES.md, items 6-7).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ VIEW_LAYOUTS: dict[str, dict[str, Literal["f", "g"]]] = {
 class DiscriminativeConfig(ObjectiveConfig):
     views: Literal["fg", "ff", "gg", "f", "g"] = Field("fg", description="fg is the method; the rest are Table 6 ablations")
     hidden_size: int = Field(1024, gt=0, description="GRU hidden size per direction h; g outputs 2h")
-    context_window: int = Field(3, gt=0, description="c: positives are 0 < |i-j| <= c in the same document")
+    context_window: int = Field(3, gt=0, description="c: positives are |i-j| <= c in the same document (eq. 3)")
     remove_top_component: bool = Field(True, description="training-time top-PC removal by power iteration")
     power_iterations: int = Field(5, gt=0, description="T, power-iteration steps")
     initial_temperature: float = Field(1.0, gt=0)
@@ -48,10 +53,11 @@ class DiscriminativeConfig(ObjectiveConfig):
 
 
 def positive_mask(doc_ids: torch.Tensor, window: int) -> torch.Tensor:
-    """(N, N) bool: j is a positive of i when 0 < |i - j| <= window and both are in the same document."""
+    """(N, N) bool: j is a positive of i when |i - j| <= window (i itself included, eq. 3) and both are in the
+    same document."""
     index = torch.arange(doc_ids.shape[0], device=doc_ids.device)
     distance = (index[:, None] - index[None, :]).abs()
-    return (distance > 0) & (distance <= window) & (doc_ids[:, None] == doc_ids[None, :])
+    return (distance <= window) & (doc_ids[:, None] == doc_ids[None, :])
 
 
 def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:
@@ -63,9 +69,8 @@ def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:
 
 
 def contrastive_loss(agreement: torch.Tensor, positives: torch.Tensor, temperature: torch.Tensor):
-    """(loss, log p) : -mean over positive pairs of log softmax_{n != i}(a_in / tau)_j. No host sync."""
-    eye = torch.eye(agreement.shape[0], dtype=torch.bool, device=agreement.device)
-    log_p = (agreement / temperature).masked_fill(eye, float("-inf")).log_softmax(dim=-1)
+    """(loss, log p) : -mean over positive pairs of log softmax_n(a_in / tau)_j. No host sync."""
+    log_p = (agreement / temperature).log_softmax(dim=-1)
     count = positives.sum()
     loss = -log_p.masked_fill(~positives, 0.0).sum() / count.clamp_min(1)
     return loss, log_p
@@ -115,10 +120,13 @@ class DiscriminativeObjective(Objective):
         with torch.autocast(views[0].device.type, enabled=False):
             loss, log_p = contrastive_loss(agreement_matrix(views), positives, temperature)
         with torch.no_grad():
-            # share of anchors (with at least one positive) whose most likely partner is a positive
-            has_positive = positives.any(dim=1)
-            hit = positives.gather(1, log_p.argmax(dim=1, keepdim=True)).squeeze(1) & has_positive
-            accuracy = hit.sum() / has_positive.sum().clamp_min(1)
+            # share of anchors (with a neighbour in their document) whose most likely other sentence is one
+            eye = torch.eye(positives.shape[0], dtype=torch.bool, device=positives.device)
+            neighbours = positives & ~eye
+            has_neighbour = neighbours.any(dim=1)
+            guess = log_p.masked_fill(eye, float("-inf")).argmax(dim=1, keepdim=True)
+            hit = neighbours.gather(1, guess).squeeze(1) & has_neighbour
+            accuracy = hit.sum() / has_neighbour.sum().clamp_min(1)
         return ObjectiveOutput(loss, {"loss": loss.detach(), "temperature": temperature.detach(),
                                       "neighbour_accuracy": accuracy, "positive_pairs": positives.sum()})
 

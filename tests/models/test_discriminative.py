@@ -29,9 +29,9 @@ def test_agreement_matrix_and_loss_match_a_double_loop():
     np.testing.assert_allclose(agreement.numpy(), expected_a, rtol=1e-12)
     terms = []
     for i in range(n):
-        denominator = sum(math.exp(expected_a[i][m] / tau) for m in range(n) if m != i)
+        denominator = sum(math.exp(expected_a[i][m] / tau) for m in range(n))      # eq. 3: n = i included
         for j in range(n):
-            if 0 < abs(i - j) <= window and doc_ids[i] == doc_ids[j]:
+            if abs(i - j) <= window and doc_ids[i] == doc_ids[j]:                  # eq. 3: j = i included
                 terms.append(-math.log(math.exp(expected_a[i][j] / tau) / denominator))
     assert loss.item() == pytest.approx(sum(terms) / len(terms), rel=1e-12)
 
@@ -47,10 +47,10 @@ def test_positive_mask_respects_window_documents_and_batch_edges():
     mask = positive_mask(doc_ids, window=3)
     for i in range(8):
         for j in range(8):
-            expected = 0 < abs(i - j) <= 3 and doc_ids[i] == doc_ids[j]
+            expected = abs(i - j) <= 3 and doc_ids[i] == doc_ids[j]
             assert bool(mask[i, j]) == expected, (i, j)
-    assert not mask[7].any()                       # a one-sentence document at the batch edge has no positive
-    assert mask[0].tolist() == [False, True] + [False] * 6
+    assert mask[7].tolist() == [False] * 7 + [True]  # a one-sentence document at the batch edge: only itself
+    assert mask[0].tolist() == [True, True] + [False] * 6
 
 
 @pytest.mark.parametrize("views, names", [("fg", ["f", "g"]), ("ff", ["f1", "f2"]), ("gg", ["g1", "g2"]),
