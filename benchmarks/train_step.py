@@ -40,6 +40,7 @@ from skipview.models.batching import iterate_batches
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS
+from skipview.platform.training.config import parse_overrides
 
 WORD_DIM = 300
 CORPUS_WORDS = 50_000
@@ -70,8 +71,10 @@ def write_synthetic_corpus(path: Path, num_sentences: int, seed: int = 0) -> Pre
     return PreparedCorpus(path)
 
 
-def measure(objective_name: str, size: str, steps: int, warmup: int, device: str, amp: str) -> dict:
+def measure(objective_name: str, size: str, steps: int, warmup: int, device: str, amp: str,
+            overrides: dict | None = None) -> dict:
     settings, batch_size = SIZES.get(objective_name, {}).get(size, ({}, DEFAULT_BATCH))
+    settings = {**settings, **(overrides or {})}
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = write_synthetic_corpus(Path(tmp), num_sentences=max(20_000, 3 * batch_size * (steps + warmup)))
@@ -140,12 +143,15 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--amp", choices=["none", "bf16", "fp16"], default=None,
                         help="autocast dtype (default: bf16 on CUDA, none on CPU)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="objective settings on top of the size's, e.g. reset_gate=fused (skipthought)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument("--single", nargs=2, metavar=("OBJECTIVE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     amp = args.amp or ("bf16" if args.device.startswith("cuda") else "none")
+    overrides = dict(parse_overrides(args.set))
     if args.single:
-        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp)))
+        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp, overrides)))
         return
 
     objectives = args.objectives or registry.objective_names()
@@ -153,7 +159,7 @@ def main() -> None:
     for name in objectives:
         for size in args.sizes:
             command = [sys.executable, __file__, "--single", name, size, "--steps", str(args.steps),
-                       "--warmup", str(args.warmup), "--device", args.device, "--amp", amp]
+                       "--warmup", str(args.warmup), "--device", args.device, "--amp", amp, "--set", *args.set]
             done = subprocess.run(command, capture_output=True, text=True, env=os.environ)
             if done.returncode != 0:
                 results.append({"objective": name, "size": size, "error": done.stderr.strip()[-2000:]})

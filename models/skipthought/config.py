@@ -27,6 +27,9 @@ class SkipThoughtConfig(ObjectiveConfig):
     hidden_size: int = Field(2400, gt=0, description="size of the sentence vector (both encoder kinds)")
     decoder_hidden_size: int | None = Field(
         None, gt=0, description="hidden size of each decoder GRU; default: hidden_size")
+    reset_gate: Literal["paper", "fused"] = Field(
+        "paper", description="paper: eqs. 3 and 7 as printed, U (r * h), a loop over time steps; fused: "
+                             "r * (U h), the authors' code and cuDNN's form, several times faster (network.py)")
     max_generation_length: int = Field(30, gt=0, description="longest sentence the generator writes (words)")
 
     @model_validator(mode="after")

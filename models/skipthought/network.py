@@ -8,20 +8,26 @@ pre-activations, outside the reset gate, exactly where a GRU adds its input proj
 step t is ``[x_{t-1}; h_i]`` therefore computes eqs. 5-8 with ``[W; C]`` as its input weights
 (tests/models/test_skipthought_network.py checks this against the equations written out step by step).
 
-One difference from the printed equations, shared by the encoder (eq. 3) and the decoders (eq. 7): the fused
-kernel applies the reset gate after the recurrent product, ``r ⊙ (U h + b)``, while the paper prints
-``U (r ⊙ h)``. The two are different functions of the weights (no re-parameterisation maps one to the other),
-so this is a choice, made because (1) the authors' released skip-thought code — the implementation behind the
-paper's uni-skip/bi-skip models — computes ``r ⊙ (U h)`` too, and (2) it is the only form cuDNN fuses. The test
-also demonstrates that the printed form differs. The update gate is the paper's up to the labelling
-``z <-> 1 - z`` (PyTorch keeps ``z ⊙ h_{t-1}``), which only negates the gate's weights.
+Where the reset gate acts, in the encoder (eq. 3) and the decoders (eq. 7), is a setting (``reset_gate``):
+
+- ``paper`` (default): eqs. 3 and 7 as printed, ``U (r ⊙ h)``. No fused kernel computes this form, so
+  ``PrintedGRU`` runs it as a loop over time steps (the input projections of all steps are one matrix product).
+- ``fused``: ``r ⊙ (U h + b)``, PyTorch's GRU (cuDNN on GPU, several times faster). It is what the authors'
+  released skip-thought code computes, but a different function of the weights from the printed one (no
+  re-parameterisation maps one to the other; tests/models/test_skipthought_network.py shows both).
+
+Both keep ``nn.GRU``'s parameters (names, shapes, initialisation), so a state dict loads in either. The update
+gate is the paper's up to the labelling ``z <-> 1 - z`` (PyTorch keeps ``z ⊙ h_{t-1}``), which only negates the
+gate's weights.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, invert_permutation, pack_padded_sequence
+from torch.nn.utils.rnn import PackedSequence, invert_permutation, pack_padded_sequence, pad_packed_sequence
 
 from skipview.models.skipthought.config import SkipThoughtConfig
 from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
@@ -48,15 +54,77 @@ def _pack(padded: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
     return PackedSequence(packed.data, packed.batch_sizes, order, invert_permutation(order))
 
 
+class PrintedGRU(nn.GRU):
+    """One-layer GRU whose candidate state is ``tanh(W x + U (r ⊙ h))`` (eqs. 3 and 7 as printed), with
+    ``nn.GRU``'s parameters and calling convention (batch-first tensors or packed sequences, optional h0)."""
+
+    def forward(self, input, hx=None):
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            padded, lengths = pad_packed_sequence(input, batch_first=True)        # caller's order
+        else:
+            padded, lengths = input, torch.full((input.shape[0],), input.shape[1], dtype=torch.long)
+        batch, width = padded.shape[:2]
+        steps = torch.arange(width)
+        valid = (steps < lengths.unsqueeze(1)).to(padded.device)                 # [B, T]
+        outputs, finals = [], []
+        for direction, suffix in enumerate(["_l0", "_l0_reverse"][: 2 if self.bidirectional else 1]):
+            if suffix.endswith("reverse"):
+                # each sentence read backwards from its own last word; padding stays at the end
+                order = (lengths.unsqueeze(1) - 1 - steps).where(steps < lengths.unsqueeze(1), steps)
+                order = order.to(padded.device)
+                x = padded.gather(1, order.unsqueeze(-1).expand_as(padded))
+            else:
+                x = padded
+            h = padded.new_zeros(batch, self.hidden_size) if hx is None else hx[direction]
+            states, h = self._run(x, valid, h, suffix)
+            if suffix.endswith("reverse"):
+                states = states.gather(1, order.unsqueeze(-1).expand_as(states))
+            outputs.append(states)
+            finals.append(h)
+        output, h_n = torch.cat(outputs, dim=-1), torch.stack(finals)
+        if not packed:
+            return output, h_n
+        # the same packing (and order) as the input, as nn.GRU returns
+        repacked = pack_padded_sequence(output.index_select(0, input.sorted_indices),
+                                        lengths.index_select(0, input.sorted_indices.cpu()), batch_first=True)
+        return PackedSequence(repacked.data, repacked.batch_sizes, input.sorted_indices,
+                              input.unsorted_indices), h_n
+
+    def _run(self, x: torch.Tensor, valid: torch.Tensor, h: torch.Tensor, suffix: str):
+        w_ih, w_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
+        b_ih, b_hh = getattr(self, "bias_ih" + suffix), getattr(self, "bias_hh" + suffix)
+        H = self.hidden_size
+        projected = nn.functional.linear(x, w_ih, b_ih)                         # every step's W x at once
+        states = []
+        for t in range(x.shape[1]):
+            x_r, x_z, x_n = projected[:, t].chunk(3, dim=-1)
+            h_r, h_z = nn.functional.linear(h, w_hh[: 2 * H], b_hh[: 2 * H]).chunk(2, dim=-1)
+            r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+            candidate = torch.tanh(x_n + nn.functional.linear(r * h, w_hh[2 * H:], b_hh[2 * H:]))
+            # past its sentence's end a state is carried unchanged, so padding never enters it
+            h = torch.where(valid[:, t : t + 1], z * h + (1 - z) * candidate, h)
+            states.append(h)
+        return torch.stack(states, dim=1), h
+
+
+ResetGate = Literal["paper", "fused"]
+
+
+def make_gru(input_size: int, hidden_size: int, reset_gate: ResetGate, bidirectional: bool = False) -> nn.GRU:
+    gru_class = PrintedGRU if reset_gate == "paper" else nn.GRU
+    return gru_class(input_size, hidden_size, batch_first=True, bidirectional=bidirectional)
+
+
 class SentenceGRUEncoder(nn.Module):
     """Eqs. 1-4: the sentence vector is the final GRU state (uni-skip) or the concatenation of the final states
     of a forward and a backward GRU, i.e. the sentence read in reverse (bi-skip)."""
 
-    def __init__(self, embedding_dim: int, hidden_size: int, bidirectional: bool):
+    def __init__(self, embedding_dim: int, hidden_size: int, bidirectional: bool, reset_gate: ResetGate = "paper"):
         super().__init__()
         self.output_size = hidden_size
-        self.gru = nn.GRU(embedding_dim, hidden_size // 2 if bidirectional else hidden_size,
-                          batch_first=True, bidirectional=bidirectional)
+        self.gru = make_gru(embedding_dim, hidden_size // 2 if bidirectional else hidden_size, reset_gate,
+                            bidirectional)
 
     def forward(self, embedded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """``embedded`` [B, T, E] (padded), ``lengths`` [B] (>= 1) -> sentence vectors [B, hidden_size]."""
@@ -67,10 +135,10 @@ class SentenceGRUEncoder(nn.Module):
 class ConditionalGRUDecoder(nn.Module):
     """Eqs. 5-8: a GRU language model whose input at step t is ``[x_{t-1}; h_i]``, starting from a zero state."""
 
-    def __init__(self, embedding_dim: int, context_size: int, hidden_size: int):
+    def __init__(self, embedding_dim: int, context_size: int, hidden_size: int, reset_gate: ResetGate = "paper"):
         super().__init__()
         self.embedding_dim = embedding_dim
-        self.gru = nn.GRU(embedding_dim + context_size, hidden_size, batch_first=True)
+        self.gru = make_gru(embedding_dim + context_size, hidden_size, reset_gate)
 
     def forward(self, embedded: torch.Tensor, context: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
         """Teacher forcing: ``embedded`` [B, T, E] are the previous words, ``context`` [B, C] the encoded sentence;
@@ -100,9 +168,11 @@ class SkipThoughtNetwork(nn.Module):
         self.config = config
         self.num_words = num_words
         self.embedding = nn.Embedding(num_words, config.embedding_dim)
-        self.encoder = SentenceGRUEncoder(config.embedding_dim, config.hidden_size, config.encoder == "bi")
-        self.next_decoder = ConditionalGRUDecoder(config.embedding_dim, config.hidden_size, config.decoder_size)
-        self.previous_decoder = ConditionalGRUDecoder(config.embedding_dim, config.hidden_size, config.decoder_size)
+        self.encoder = SentenceGRUEncoder(config.embedding_dim, config.hidden_size, config.encoder == "bi",
+                                          config.reset_gate)
+        self.next_decoder, self.previous_decoder = (
+            ConditionalGRUDecoder(config.embedding_dim, config.hidden_size, config.decoder_size, config.reset_gate)
+            for _ in range(2))
         # eq. 9 prints no bias; the authors' implementation has one (as every equation here omits biases)
         self.vocabulary_projection = nn.Linear(config.decoder_size, num_words)
         self.reset_parameters()

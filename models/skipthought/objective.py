@@ -72,7 +72,8 @@ class SkipThoughtObjective(Objective):
             expansion = VocabularyExpansion.fit(trained, torch.as_tensor(self.word_vectors))
             table = expansion.embeddings
             metadata["vocab_expansion"] = {"shared_words": expansion.num_shared, "words": len(table)}
-        view = SkipThoughtView(config.encoder, len(table), config.embedding_dim, config.hidden_size)
+        view = SkipThoughtView(config.encoder, len(table), config.embedding_dim, config.hidden_size,
+                               config.reset_gate)
         with torch.no_grad():
             view.embedding.weight.copy_(table)
         view.encoder.load_state_dict(network.encoder.state_dict())

@@ -20,7 +20,7 @@ from torch import nn
 
 from skipview.models.batching import Sentences
 from skipview.models.encoder import PostProcessing, SentenceEncoder
-from skipview.models.skipthought.network import SentenceGRUEncoder
+from skipview.models.skipthought.network import ResetGate, SentenceGRUEncoder
 from skipview.models.views import Mode, View, register_view
 from skipview.models.vocab import UNK_ID
 
@@ -29,16 +29,17 @@ from skipview.models.vocab import UNK_ID
 class SkipThoughtView(View):
     kind = "skipthought"
 
-    def __init__(self, encoder: Literal["uni", "bi"], num_words: int, embedding_dim: int, hidden_size: int):
+    def __init__(self, encoder: Literal["uni", "bi"], num_words: int, embedding_dim: int, hidden_size: int,
+                 reset_gate: ResetGate = "paper"):
         super().__init__()
         self.encoder_kind, self.num_words = encoder, num_words
-        self.embedding_dim, self.hidden_size = embedding_dim, hidden_size
+        self.embedding_dim, self.hidden_size, self.reset_gate = embedding_dim, hidden_size, reset_gate
         self.embedding = nn.Embedding(num_words, embedding_dim)
-        self.encoder = SentenceGRUEncoder(embedding_dim, hidden_size, bidirectional=encoder == "bi")
+        self.encoder = SentenceGRUEncoder(embedding_dim, hidden_size, encoder == "bi", reset_gate)
 
     def config(self) -> dict:
         return {"encoder": self.encoder_kind, "num_words": self.num_words, "embedding_dim": self.embedding_dim,
-                "hidden_size": self.hidden_size}
+                "hidden_size": self.hidden_size, "reset_gate": self.reset_gate}
 
     def output_dim(self, mode: Mode) -> int:
         return self.hidden_size

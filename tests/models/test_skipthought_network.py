@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from skipview.models.skipthought.config import SkipThoughtConfig
-from skipview.models.skipthought.network import ConditionalGRUDecoder, SentenceGRUEncoder, SkipThoughtNetwork
+from skipview.models.skipthought.network import ConditionalGRUDecoder, SentenceGRUEncoder, SkipThoughtNetwork, make_gru
 from skipview.models.vocab import BOS_ID, EOS_ID, UNK_ID
 
 E, C, H = 3, 4, 5   # word embedding, sentence vector, decoder state
@@ -46,8 +46,8 @@ def _paper_decoder(gru: torch.nn.GRU, x_prev: torch.Tensor, h_i: torch.Tensor, r
     return torch.stack(states)
 
 
-def _decoder_states(lengths):
-    decoder = ConditionalGRUDecoder(E, C, H)
+def _decoder_states(lengths, reset_gate):
+    decoder = ConditionalGRUDecoder(E, C, H, reset_gate)
     _randomise(decoder, seed=0)
     generator = torch.Generator().manual_seed(1)
     x_prev = torch.randn(len(lengths), max(lengths), E, generator=generator)
@@ -57,26 +57,28 @@ def _decoder_states(lengths):
     return decoder, x_prev, h_i, padded
 
 
-def test_fused_conditional_gru_computes_eqs_5_to_8_with_the_reset_after_the_recurrent_product():
+@pytest.mark.parametrize("reset_gate", ["paper", "fused"])
+def test_conditional_gru_computes_eqs_5_to_8(reset_gate):
+    """``paper``: eq. 7 as printed, U (r ⊙ h); ``fused``: the reset after the recurrent product."""
     lengths = [4, 7, 1]
-    decoder, x_prev, h_i, fused = _decoder_states(lengths)
+    decoder, x_prev, h_i, states = _decoder_states(lengths, reset_gate)
     with torch.no_grad():
         for b, length in enumerate(lengths):
-            reference = _paper_decoder(decoder.gru, x_prev[b, :length], h_i[b], reset_inside=False)
-            torch.testing.assert_close(fused[b, :length], reference, atol=1e-5, rtol=1e-5)
+            reference = _paper_decoder(decoder.gru, x_prev[b, :length], h_i[b], reset_inside=reset_gate == "paper")
+            torch.testing.assert_close(states[b, :length], reference, atol=1e-5, rtol=1e-5)
 
 
 def test_eq_7_as_printed_is_a_different_function():
     """The paper prints U (r ⊙ h); the fused kernel (and the authors' code) compute r ⊙ (U h). With the same
-    weights the states differ well beyond rounding, so the choice is real (see network.py)."""
-    decoder, x_prev, h_i, fused = _decoder_states([6])
-    with torch.no_grad():
-        printed = _paper_decoder(decoder.gru, x_prev[0], h_i[0], reset_inside=True)
-    assert (fused[0] - printed).abs().max() > 1e-2
+    weights the states differ well beyond rounding, so the setting is a real choice (see network.py)."""
+    paper = _decoder_states([6], "paper")[3]
+    fused = _decoder_states([6], "fused")[3]
+    assert (paper[0] - fused[0]).abs().max() > 1e-2
 
 
-def test_decoder_step_matches_teacher_forced_states():
-    decoder, x_prev, h_i, fused = _decoder_states([5])
+@pytest.mark.parametrize("reset_gate", ["paper", "fused"])
+def test_decoder_step_matches_teacher_forced_states(reset_gate):
+    decoder, x_prev, h_i, fused = _decoder_states([5], reset_gate)
     state = None
     with torch.no_grad():
         for t in range(5):
@@ -84,9 +86,10 @@ def test_decoder_step_matches_teacher_forced_states():
             torch.testing.assert_close(state[0, 0], fused[0, t], atol=1e-6, rtol=1e-6)
 
 
+@pytest.mark.parametrize("reset_gate", ["paper", "fused"])
 @pytest.mark.parametrize("bidirectional", [False, True])
-def test_encoder_reads_each_sentence_alone_padding_never_leaks(bidirectional):
-    encoder = SentenceGRUEncoder(E, 2 * H, bidirectional)
+def test_encoder_reads_each_sentence_alone_padding_never_leaks(bidirectional, reset_gate):
+    encoder = SentenceGRUEncoder(E, 2 * H, bidirectional, reset_gate)
     _randomise(encoder, seed=2)
     lengths = [3, 6, 1, 6]
     embedded = torch.randn(len(lengths), 6, E, generator=torch.Generator().manual_seed(3))
@@ -98,7 +101,7 @@ def test_encoder_reads_each_sentence_alone_padding_never_leaks(bidirectional):
             sentence = embedded[b : b + 1, :length]
             halves = []
             for suffix, order in directions:   # each direction alone: a plain GRU over the (reversed) sentence
-                single = torch.nn.GRU(E, encoder.gru.hidden_size, batch_first=True)
+                single = make_gru(E, encoder.gru.hidden_size, reset_gate)
                 for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
                     getattr(single, kind + "_l0").copy_(getattr(encoder.gru, kind + suffix))
                 halves.append(single(order(sentence))[1][0, 0])
