@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from skipview.platform.training.config import RunSettings, TrainSettings
 from skipview.platform.training.loop import DIVERGED_TAG, Diverged, train_loop_per_worker
 
 log = logging.getLogger(__name__)
+STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
 
 
 def is_uri(storage: str) -> bool:
@@ -100,18 +102,38 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     )
 
 
-def connect(address: str | None, cpus: int | None = None) -> None:
-    """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may use."""
+def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True) -> None:
+    """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may
+    use. ``address="local"`` makes it a new Ray of our own even when someone else's ``ray start`` runs here.
+
+    The local Ray gets its dashboard on a free port, announced to every Ray process as the state-API server:
+    Ray Train's PlacementGroupCleaner asks that API whether a run's controller is alive. Without it the API call
+    fails (or, through /tmp/ray's "current cluster" file, asks another cluster), the cleaner dies, and the
+    placement group of a controller that was killed (a trial stopped by ASHA, a killed run) is never freed, so
+    later trials wait forever for CPUs that look free.
+    """
     import ray
 
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-    else:
-        # address="local": a new Ray of our own, even when a `ray start` cluster of someone else runs here
-        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=False)
+    if address and address != "local":
+        ray.init(address=address, log_to_driver=log_to_driver)
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    before = os.environ.get(STATE_API_ENV)
+    # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
+    os.environ[STATE_API_ENV] = f"http://127.0.0.1:{port}"
+    try:
+        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
+                 dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver)
+    finally:
+        if before is None:
+            os.environ.pop(STATE_API_ENV)
+        else:
+            os.environ[STATE_API_ENV] = before
 
 
 @dataclass

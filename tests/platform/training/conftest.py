@@ -23,9 +23,11 @@ def ray_session():
     """A local Ray on 2 CPUs whose workers can import the test objective (they inherit PYTHONPATH)."""
     import ray
 
+    from skipview.platform.training import driver
+
     paths = [str(HERE), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     sys.path.insert(0, str(HERE))
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    driver.connect("local", cpus=2, log_to_driver=False)
     yield
     ray.shutdown()

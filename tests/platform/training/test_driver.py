@@ -34,3 +34,32 @@ def test_objective_defaults_reach_params_and_tags(tmp_path):
     with pytest.raises(ValueError, match="unknown key 'hiden_size'"):
         driver.objective_config(TrainSettings(objective="gen", objective_settings={"hiden_size": 3},
                                               corpus=str(tmp_path)))
+
+
+def test_local_ray_answers_the_state_api_inside_its_processes(ray_session):
+    """Ray Train's PlacementGroupCleaner frees the placement group of a dead controller (a trial stopped by ASHA,
+    a killed run) only if Ray's state API answers inside Ray's processes; driver.connect starts the local Ray so
+    that it does (and leaves the caller's environment as it was)."""
+    import ray
+    from ray.util.state import get_actor
+
+    assert driver.STATE_API_ENV not in os.environ
+
+    @ray.remote(num_cpus=0)
+    class Idle:
+        def ping(self) -> bool:
+            return True
+
+    @ray.remote(num_cpus=0)
+    def state_of(actor_id: str) -> str:
+        return get_actor(actor_id, timeout=10).state
+
+    actor = Idle.remote()
+    assert ray.get(actor.ping.remote())
+    actor_id = actor._actor_id.hex()
+    assert ray.get(state_of.remote(actor_id)) == "ALIVE"
+    ray.kill(actor)
+    deadline = time.monotonic() + 30
+    while ray.get(state_of.remote(actor_id)) != "DEAD":
+        assert time.monotonic() < deadline, "the killed actor never showed as DEAD in the state API"
+        time.sleep(0.5)

@@ -17,7 +17,9 @@ def ray_session():
     shared machine (a bare ``ray.init`` would, and then refuses ``num_cpus``)."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from skipview.platform.training import driver
+
+    driver.connect("local", cpus=2, log_to_driver=False)
     yield
     ray.shutdown()
 
