@@ -19,6 +19,8 @@ def submit(
     The package is shipped as a content-hashed py_modules directory (always the code of this checkout). With
     RAY_AUTH_MODE=token the token comes from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token.
     """
+    from ray.exceptions import AuthenticationError
+
     from skipview.platform.cluster.submit import submit as submit_job
 
     variables = dict(pair.split("=", 1) for pair in env if "=" in pair)
@@ -28,5 +30,8 @@ def submit(
         _, status = submit_job(list(ctx.args), address=address, env=variables, wait=wait, echo=typer.echo)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
+    except AuthenticationError as error:                  # no token, or the wrong one: say so, no traceback
+        typer.echo(f"error: {address or 'the cluster'} refused this client: {error.message}", err=True)
+        raise typer.Exit(1) from error
     if wait and status != "SUCCEEDED":
         raise typer.Exit(1)

@@ -102,6 +102,11 @@ def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run
     return run_id, False
 
 
+def last_logged_step(mlflow_client, run_id: str, key: str) -> int:
+    """The highest step at which ``key`` was logged in the run (0 if never)."""
+    return max((m.step for m in mlflow_client.get_metric_history(run_id, key)), default=0)
+
+
 def log_metrics(mlflow_client, run_id: str, metrics: Mapping[str, float], step: int) -> None:
     from mlflow.entities import Metric
 

@@ -134,6 +134,11 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
             os.environ.pop(STATE_API_ENV)
         else:
             os.environ[STATE_API_ENV] = before
+    # Ray turns token authentication on for a local cluster and writes the token it generates to
+    # ~/.ray/auth_token with the default umask (readable by every user); it is a credential, so keep it private.
+    token = Path.home() / ".ray" / "auth_token"
+    if token.is_file() and token.stat().st_uid == os.getuid():
+        token.chmod(0o600)
 
 
 @dataclass

@@ -84,9 +84,12 @@ class Tracker:
                                               config["run_name"], run_id=run_id, params=config["params"],
                                               tags=config["tags"])
         log.info("MLflow run %s (%s)", self.run_id, "continued" if resumed else "new")
+        # After a restart the steps since the last checkpoint are trained again; they were logged before the
+        # failure, so each step keeps its first record and the history stays one value per step.
+        self.logged_through = store.last_logged_step(self.client, self.run_id, "loss") if resumed else -1
 
     def metrics(self, values: dict[str, float], step: int) -> None:
-        if self.client is not None:
+        if self.client is not None and step > self.logged_through:
             from skipview.platform.tracking import store
 
             store.log_metrics(self.client, self.run_id, values, step)
@@ -154,6 +157,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 shutil.move(final_model, directory / ckpt.MODEL_DIR)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(scratch))
 
+    if progress.step == 0 and rank == 0 and settings.senteval_dir:
+        # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
+        tracker.metrics({"sts14": evaluate_sts14(built, settings)}, 0)
     window = {"start": time.perf_counter(), "sentences": 0, "tokens": 0}
     last_loss = float("nan")
     model.train()
@@ -214,6 +220,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         digests = [digest]
     replicas_equal = all(d == digests[0] for d in digests)
     tracker.tag("ddp_parameters_equal", str(replicas_equal))
+    tracker.tag("ddp_parameters_digests", " ".join(repr(d) for d in digests))     # one per rank, rank order
     tracker.metrics({"ddp_parameters_digest": digest}, progress.step)
     if not replicas_equal:
         raise RuntimeError(f"DDP replicas diverged: parameter digests per rank {digests}")

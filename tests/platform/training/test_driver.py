@@ -1,7 +1,9 @@
 """Driver bookkeeping: run names, --resume lookup, objective config with defaults in params and tags."""
 
 import os
+import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,9 @@ def test_local_ray_answers_the_state_api_inside_its_processes(ray_session):
     while ray.get(state_of.remote(actor_id)) != "DEAD":
         assert time.monotonic() < deadline, "the killed actor never showed as DEAD in the state API"
         time.sleep(0.5)
+
+
+def test_local_ray_keeps_its_generated_auth_token_private(ray_session):
+    token = Path.home() / ".ray" / "auth_token"
+    assert token.is_file(), "Ray 2.60 writes a token for a local cluster; did it change where?"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
