@@ -13,7 +13,8 @@ tau = exp(log_tau) is trainable, initially 1.
 Eq. 3 as printed: the positives are ``|i - j| <= c``, so ``j = i`` is one of them (for two views, the agreement
 of a sentence's own two views, the multi-view term proper), and the denominator runs over a window of N sentences
 with ``n = i`` in it, here the batch. DESIGN.md's ``0 < |i - j| <= c`` differs; the paper is followed
-(models/MULTIVIEW_CHOICES.md, items 6-7).
+(models/MULTIVIEW_CHOICES.md, items 6-7). ``self_pairs: false`` trains DESIGN.md's reading instead (j = i is no
+positive, n = i leaves the denominator), so the two can be compared on the same data.
 """
 
 from __future__ import annotations
@@ -50,14 +51,16 @@ class DiscriminativeConfig(ObjectiveConfig):
     power_iterations: int = Field(5, gt=0, description="T, power-iteration steps")
     initial_temperature: float = Field(1.0, gt=0)
     learn_temperature: bool = True
+    self_pairs: bool = Field(True, description="eq. 3 as printed: j = i is a positive and n = i is in the "
+                                              "denominator; false: DESIGN.md's 0 < |i-j| <= c and n != i")
 
 
-def positive_mask(doc_ids: torch.Tensor, window: int) -> torch.Tensor:
-    """(N, N) bool: j is a positive of i when |i - j| <= window (i itself included, eq. 3) and both are in the
-    same document."""
+def positive_mask(doc_ids: torch.Tensor, window: int, self_pairs: bool = True) -> torch.Tensor:
+    """(N, N) bool: j is a positive of i when |i - j| <= window and both are in the same document; i itself is
+    one (eq. 3) unless ``self_pairs`` is false."""
     index = torch.arange(doc_ids.shape[0], device=doc_ids.device)
     distance = (index[:, None] - index[None, :]).abs()
-    return (distance <= window) & (doc_ids[:, None] == doc_ids[None, :])
+    return (distance <= window) & (distance >= (0 if self_pairs else 1)) & (doc_ids[:, None] == doc_ids[None, :])
 
 
 def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:
@@ -68,9 +71,15 @@ def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:
     return similarity + similarity.T
 
 
-def contrastive_loss(agreement: torch.Tensor, positives: torch.Tensor, temperature: torch.Tensor):
-    """(loss, log p) : -mean over positive pairs of log softmax_n(a_in / tau)_j. No host sync."""
-    log_p = (agreement / temperature).log_softmax(dim=-1)
+def contrastive_loss(agreement: torch.Tensor, positives: torch.Tensor, temperature: torch.Tensor,
+                     self_pairs: bool = True):
+    """(loss, log p) : -mean over positive pairs of log softmax_n(a_in / tau)_j, n = i in the softmax unless
+    ``self_pairs`` is false. No host sync."""
+    logits = agreement / temperature
+    if not self_pairs:
+        eye = torch.eye(logits.shape[0], dtype=torch.bool, device=logits.device)
+        logits = logits.masked_fill(eye, float("-inf"))
+    log_p = logits.log_softmax(dim=-1)
     count = positives.sum()
     loss = -log_p.masked_fill(~positives, 0.0).sum() / count.clamp_min(1)
     return loss, log_p
@@ -115,10 +124,10 @@ class DiscriminativeObjective(Objective):
 
     def forward(self, batch: WindowBatch) -> ObjectiveOutput:
         views = self.representations(batch)
-        positives = positive_mask(batch.doc_ids, self.config.context_window)
+        positives = positive_mask(batch.doc_ids, self.config.context_window, self.config.self_pairs)
         temperature = self.log_temperature.exp()
         with torch.autocast(views[0].device.type, enabled=False):
-            loss, log_p = contrastive_loss(agreement_matrix(views), positives, temperature)
+            loss, log_p = contrastive_loss(agreement_matrix(views), positives, temperature, self.config.self_pairs)
         with torch.no_grad():
             # share of anchors (with a neighbour in their document) whose most likely other sentence is one
             eye = torch.eye(positives.shape[0], dtype=torch.bool, device=positives.device)

@@ -15,23 +15,25 @@ def cosine(a, b):
     return float(a @ b / (a.norm() * b.norm()))
 
 
-def test_agreement_matrix_and_loss_match_a_double_loop():
+@pytest.mark.parametrize("self_pairs", [True, False], ids=["eq3-as-printed", "design-md"])
+def test_agreement_matrix_and_loss_match_a_double_loop(self_pairs):
     torch.manual_seed(0)
     n, d, tau, window = 7, 5, 0.7, 2
     zf, zg = torch.randn(n, d, dtype=torch.float64), torch.randn(n, d, dtype=torch.float64)
     doc_ids = torch.tensor([0, 0, 0, 1, 1, 1, 1])
     unit = [torch.nn.functional.normalize(z, dim=1) for z in (zf, zg)]
     agreement = agreement_matrix(unit)
-    positives = positive_mask(doc_ids, window)
-    loss, _ = contrastive_loss(agreement, positives, torch.tensor(tau, dtype=torch.float64))
+    positives = positive_mask(doc_ids, window, self_pairs)
+    loss, _ = contrastive_loss(agreement, positives, torch.tensor(tau, dtype=torch.float64), self_pairs)
 
     expected_a = [[cosine(zf[i], zg[j]) + cosine(zg[i], zf[j]) for j in range(n)] for i in range(n)]
     np.testing.assert_allclose(agreement.numpy(), expected_a, rtol=1e-12)
     terms = []
     for i in range(n):
-        denominator = sum(math.exp(expected_a[i][m] / tau) for m in range(n))      # eq. 3: n = i included
+        # eq. 3 as printed: n = i and j = i included; DESIGN.md: both left out
+        denominator = sum(math.exp(expected_a[i][m] / tau) for m in range(n) if self_pairs or m != i)
         for j in range(n):
-            if abs(i - j) <= window and doc_ids[i] == doc_ids[j]:                  # eq. 3: j = i included
+            if (self_pairs or j != i) and abs(i - j) <= window and doc_ids[i] == doc_ids[j]:
                 terms.append(-math.log(math.exp(expected_a[i][j] / tau) / denominator))
     assert loss.item() == pytest.approx(sum(terms) / len(terms), rel=1e-12)
 
@@ -51,6 +53,24 @@ def test_positive_mask_respects_window_documents_and_batch_edges():
             assert bool(mask[i, j]) == expected, (i, j)
     assert mask[7].tolist() == [False] * 7 + [True]  # a one-sentence document at the batch edge: only itself
     assert mask[0].tolist() == [True, True] + [False] * 6
+    without_self = positive_mask(doc_ids, window=3, self_pairs=False)
+    assert torch.equal(without_self, mask & ~torch.eye(8, dtype=torch.bool))
+    assert not without_self[7].any()                  # DESIGN.md's reading: a lone sentence has no positive at all
+
+
+@pytest.mark.parametrize("views", ["fg", "f"])
+def test_without_self_pairs_the_loss_and_gradients_stay_finite(topic_corpus, views):
+    # the diagonal is -inf before the softmax: a single view's a_ii = 2 must not leak in, nor NaN out
+    corpus = topic_corpus.train
+    objective = registry.build_objective("disc", {"views": views, "hidden_size": 4, "self_pairs": False},
+                                         vocab=corpus.vocab, word_vectors=topic_corpus.word_vectors)
+    batch = WindowBatch(Sentences.from_arrays([corpus.sentence(i) for i in range(9)]),
+                        torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 2]))
+    output = objective(batch)
+    output.loss.backward()
+    assert torch.isfinite(output.loss) and output.loss > 0
+    assert output.metrics["positive_pairs"] == 2 * (3 + 2 + 1) * 2      # |i-j| in 1..3 inside each 4-sentence doc
+    assert all(torch.isfinite(p.grad).all() for p in objective.parameters())
 
 
 @pytest.mark.parametrize("views, names", [("fg", ["f", "g"]), ("ff", ["f1", "f2"]), ("gg", ["g1", "g2"]),

@@ -1,11 +1,14 @@
-"""The ablation matrix file: the shipped one is Table 6; bad files fail naming file, line and key."""
+"""The ablation matrix files: the shipped one is Table 6, the eq. 3 study pairs both readings; bad files fail naming
+file, line and key."""
 
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
+from skipview.models import registry
 from skipview.platform.tuning.matrix import MatrixError, load_matrix, metric_key, plan
 
 
@@ -21,6 +24,19 @@ def test_shipped_matrix_is_table_6():
     assert {r.baseline for r in matrix.references} == {None, "avg", "wr"}
     combined = {c.name: c.combine for c in matrix.combined}
     assert combined == {"disc-f+disc-g": ["disc-f/f", "disc-g/g"], "disc-ff+disc-gg": ["disc-ff/f1", "disc-gg/g1"]}
+
+
+def test_eq3_matrix_pairs_each_reading_of_the_positives_with_the_other():
+    matrix = load_matrix(Path(__file__).parents[3] / "platform/tuning/eq3_self_pairs.yaml")
+    cells = {c.name: c for c in matrix.cells}
+    for name, cell in cells.items():
+        config = registry.parse_config(cell.objective, cell.settings)        # every key is a real disc setting
+        if config.self_pairs:
+            twin = registry.parse_config("disc", cells[f"{name}-noself"].settings)
+            assert twin.model_dump() == {**config.model_dump(), "self_pairs": False}
+    assert sorted(c.settings["views"] for c in cells.values()) == ["f", "f", "fg", "fg", "g", "g"]
+    # each Table 6 direction is checked under both readings
+    assert len(matrix.claims) == 8 and {c.better.split("/")[0] for c in matrix.claims} == {"disc-fg", "disc-fg-noself"}
 
 
 def test_plan_runs_every_cell_per_seed_and_baselines_once():
