@@ -60,7 +60,8 @@ def positive_mask(doc_ids: torch.Tensor, window: int, self_pairs: bool = True) -
     one (eq. 3) unless ``self_pairs`` is false."""
     index = torch.arange(doc_ids.shape[0], device=doc_ids.device)
     distance = (index[:, None] - index[None, :]).abs()
-    return (distance <= window) & (distance >= (0 if self_pairs else 1)) & (doc_ids[:, None] == doc_ids[None, :])
+    positives = (distance <= window) & (doc_ids[:, None] == doc_ids[None, :])
+    return positives if self_pairs else positives & (distance > 0)
 
 
 def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:

@@ -22,7 +22,6 @@ def test_numpy_torch_ray_import_with_the_repo_root_as_cwd_and_on_sys_path():
     assert not (REPO / "platform" / "__init__.py").exists()
 
 
-
 def test_the_command_line_loads_without_torch_ray_or_mlflow():
     # `skipview --help` and `skipview data prepare` must not pay for the training stack (prepare's peak RSS
     # stays what the corpus needs); each command imports what it uses when it runs.
@@ -31,6 +30,7 @@ def test_the_command_line_loads_without_torch_ray_or_mlflow():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
 
 @pytest.mark.slow
 def test_wheel_contains_every_module_of_the_source_tree(tmp_path):

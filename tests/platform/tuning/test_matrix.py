@@ -4,12 +4,11 @@ file, line and key."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from skipview.models import registry
-from skipview.platform.tuning.matrix import MatrixError, load_matrix, metric_key, plan
+from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix, metric_key, plan
 
 
 def test_shipped_matrix_is_table_6():
@@ -27,7 +26,7 @@ def test_shipped_matrix_is_table_6():
 
 
 def test_eq3_matrix_pairs_each_reading_of_the_positives_with_the_other():
-    matrix = load_matrix(Path(__file__).parents[3] / "platform/tuning/eq3_self_pairs.yaml")
+    matrix = load_matrix(DEFAULT_MATRIX.with_name("eq3_self_pairs.yaml"))      # shipped beside Table 6's
     cells = {c.name: c for c in matrix.cells}
     for name, cell in cells.items():
         config = registry.parse_config(cell.objective, cell.settings)        # every key is a real disc setting
