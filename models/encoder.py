@@ -39,6 +39,13 @@ CONFIG, WEIGHTS, VOCAB, WORD_VECTORS, POSTPROCESSING = (
     "config.json", "model.safetensors", "vocab.tsv", "word_vectors.npy", "postprocessing.safetensors")
 
 
+def top_component(z: torch.Tensor) -> torch.Tensor:
+    """The exact top principal component (uncentred) of the rows of z."""
+    moment = SecondMoment()
+    moment.add(z)
+    return moment.top_component()
+
+
 class PostProcessing:
     """Top principal components per (view, mode); a missing entry means that combination was not fitted."""
 
@@ -119,18 +126,22 @@ class SentenceEncoder(nn.Module):
                 for name, parts in outputs.items()}
 
     def encode(self, sentences: Sequence[str], mode: Mode = "unsupervised", view: str = "ensemble",
-               batch_size: int = 128, postprocessing: PostProcessing | Literal["stored", "none"] = "stored",
+               batch_size: int = 128, postprocessing: PostProcessing | Literal["stored", "input", "none"] = "stored",
                progress: bool = False) -> np.ndarray:
         """Sentence vectors (n, D) float32.
 
         ``view``: "ensemble" (all views: averaged in unsupervised mode, concatenated in supervised mode) or one
         view name (``view_names``). ``postprocessing``: "stored" uses the components saved with the model;
-        a ``PostProcessing`` from ``fit_postprocessing(..., store=False)`` uses those (e.g. fitted on the
-        evaluation set, ``pc_source: task``); "none" skips the component removal (L2 normalisation stays)."""
+        "input" fits each view's component on these sentences (Arora et al.'s evaluation: per task or per STS
+        subset, as the caller groups them); a ``PostProcessing`` uses those components; "none" skips the
+        component removal (L2 normalisation stays)."""
         names = self._select(view)
         token_ids = self.token_ids(sentences)
         raw = self.raw_representations(token_ids, mode, names, batch_size, progress)
-        processor = self.postprocessing if postprocessing in ("stored", "none") else postprocessing
+        if postprocessing == "input":
+            processor = PostProcessing({(name, mode): top_component(raw[name]) for name in names})
+        else:
+            processor = self.postprocessing if postprocessing in ("stored", "none") else postprocessing
         processed = [processor.apply(name, mode, raw[name], remove_pc=postprocessing != "none") for name in names]
         if len(processed) == 1:
             combined = processed[0]
@@ -153,10 +164,7 @@ class SentenceEncoder(nn.Module):
         components = {}
         for mode in modes:
             raw = self.raw_representations(token_ids, mode, self.view_names, batch_size, progress)
-            for name, z in raw.items():
-                moment = SecondMoment()
-                moment.add(z)
-                components[(name, mode)] = moment.top_component()
+            components.update({(name, mode): top_component(z) for name, z in raw.items()})
         fitted = PostProcessing(components)
         if store:
             self.postprocessing = fitted

@@ -1,7 +1,8 @@
 """``skipview evaluate``, ``skipview neighbours``, ``skipview tsne``, ``skipview rank-images``.
 
 Every command takes an encoder: ``--model DIR`` (a trained model directory, ``SentenceEncoder.load``) or
-``--baseline avg|wr --wordvecs DIR`` (fastText average, with top-PC removal for ``wr``).
+``--baseline avg|wr|sif --wordvecs DIR`` (fastText average; with top-PC removal for ``wr``; SIF-weighted with
+top-PC removal for ``sif``).
 """
 
 from __future__ import annotations
@@ -17,36 +18,66 @@ import typer
 
 ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
 BaselineOpt = Annotated[Optional[str], typer.Option(
-    "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average) or 'wr' (average "
-                       "with the top principal component removed).")]
+    "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average), 'wr' (average with "
+                       "the top principal component removed) or 'sif' (Arora et al. 2017: words weighted "
+                       "a / (a + p(w)) by their corpus frequency, top component removed).")]
 WordvecsOpt = Annotated[Optional[Path], typer.Option(
     "--wordvecs", help="`skipview data wordvecs` directory (vectors.npy, vocab.tsv, meta.json) for --baseline.")]
 PcCorpusOpt = Annotated[Optional[Path], typer.Option(
-    "--pc-corpus", help="For --baseline wr: fit the component once on a sample of this prepared corpus; "
-                        "default: fit it on each task's sentences (as the modified SentEval did).")]
+    "--pc-corpus", help="Prepared corpus to sample sentences from for a baseline's --component-fit corpus.")]
 SentevalOpt = Annotated[Optional[Path], typer.Option(
     "--senteval-dir", envvar="SKIPVIEW_SENTEVAL_DIR",
     help="SentEval's data/downstream folder (holds STS/, SICK/, MR/, ...).")]
 
 
+class ComponentFitName(str, Enum):
+    corpus = "corpus"
+    task = "task"
+    subset = "subset"
+
+
+ComponentFitOpt = Annotated[ComponentFitName, typer.Option(
+    "--component-fit", help="Where the top principal component is fitted, for every encoder alike: 'subset' = on "
+                            "each STS subset (Arora et al.'s STS evaluation; other tasks per task), 'task' = on each "
+                            "task (the multi-view paper's modified SentEval), 'corpus' = on training sentences "
+                            "(a model's stored components; a baseline needs --pc-corpus).")]
+ViewOpt = Annotated[str, typer.Option(
+    "--view", help="For --model: 'ensemble' (all views: averaged unsupervised, concatenated supervised) or one "
+                   "view name (f, g, ...).")]
+SifAOpt = Annotated[float, typer.Option("--sif-a", help="For --baseline sif: the weight parameter a.")]
+
+
 def build_encoder(model: Path | None, baseline: str | None, wordvecs: Path | None, pc_corpus: Path | None = None,
-                  pc_sample: int = 100_000, device: str | None = None):
-    """The encoder the options describe; a clear error when they do not describe exactly one."""
+                  pc_sample: int = 100_000, device: str | None = None, component_fit: str | None = None,
+                  view: str = "ensemble", sif_a: float | None = None):
+    """The encoder the options describe; a clear error when they do not describe exactly one.
+
+    ``component_fit`` None (the commands other than ``evaluate``, which encode queries and candidates in separate
+    calls): a model uses its stored components, a baseline fits per call."""
+    from skipview.platform.evaluation.encoding import ModelEncoder
+
     if (model is None) == (baseline is None):
-        raise typer.BadParameter("give exactly one of --model DIR or --baseline avg|wr (with --wordvecs DIR)")
+        raise typer.BadParameter("give exactly one of --model DIR or --baseline avg|wr|sif (with --wordvecs DIR)")
     if model is not None:
         import torch
 
         from skipview.models.encoder import SentenceEncoder  # heavy; only when a model is evaluated
-        return SentenceEncoder.load(model, device=device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if baseline not in ("avg", "wr"):
-        raise typer.BadParameter(f"--baseline must be 'avg' or 'wr', got {baseline!r}")
+        loaded = SentenceEncoder.load(model, device=device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if view != "ensemble" and view not in loaded.view_names:
+            raise typer.BadParameter(f"--view {view}: {model} has views {loaded.view_names} (or 'ensemble')")
+        return ModelEncoder(loaded, view=view, component_fit=component_fit or "corpus")
+    from skipview.platform.evaluation.baselines import BASELINES, SIF_A, AverageEncoder, WordVectors
+
+    if baseline not in BASELINES:
+        raise typer.BadParameter(f"--baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     if wordvecs is None:
         raise typer.BadParameter("--baseline needs --wordvecs DIR (a `skipview data wordvecs` directory)")
-    from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
-
-    encoder = AverageEncoder(WordVectors.load(wordvecs), remove_top_pc=baseline == "wr")
-    if baseline == "wr" and pc_corpus is not None:
+    encoder = AverageEncoder(WordVectors.load(wordvecs), baseline, component_fit=component_fit or "task",
+                             a=SIF_A if sif_a is None else sif_a)
+    if encoder.component_fit == "corpus":
+        if pc_corpus is None:
+            raise typer.BadParameter(f"--baseline {baseline} --component-fit corpus needs --pc-corpus DIR "
+                                     "(a prepared corpus to fit the component on)")
         from skipview.models.corpus import PreparedCorpus
         from skipview.platform.evaluation.neighbours import sample_corpus_sentences
 
@@ -73,6 +104,7 @@ def _write_json(path: Path, payload: dict) -> None:
 
 def evaluate(
     model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None, pc_corpus: PcCorpusOpt = None,
+    component_fit: ComponentFitOpt = ComponentFitName.subset, view: ViewOpt = "ensemble", sif_a: SifAOpt = 1e-3,
     senteval_dir: SentevalOpt = None,
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated tasks (default: all). Known: sts12..sts16, "
                                                       "stsb, stsb_unsup, sickr, sickr_unsup, sicke, mrpc, trec, "
@@ -91,7 +123,8 @@ def evaluate(
     from skipview.platform.evaluation.suite import evaluate as run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    encoder = build_encoder(model, baseline, wordvecs, pc_corpus, device=device)
+    encoder = build_encoder(model, baseline, wordvecs, pc_corpus, device=device, component_fit=component_fit.value,
+                            view=view, sif_a=sif_a)
     proto = PROTOCOLS[protocol.value]
     if device:
         proto = Protocol(proto.name, proto.kfold, proto.seed, device)
@@ -101,8 +134,11 @@ def evaluate(
     except (FileNotFoundError, KeyError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
     result["encoder"] = _encoder_name(model, baseline)
-    if baseline == "wr":
-        result["pc_source"] = encoder.pc_source
+    result["component_fit"] = encoder.component_fit      # None: the encoder removes no component (avg)
+    if model is not None:
+        result["view"] = view
+    if baseline == "sif":
+        result["sif_a"] = sif_a
     Console().print(metrics_table({result["encoder"]: result["metrics"]}))
     if output is not None:
         _write_json(output, result)

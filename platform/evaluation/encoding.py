@@ -1,7 +1,17 @@
-"""The encoder interface the suite consumes, and encoding with de-duplication.
+"""The encoder interface the suite consumes, where each encoder's principal component is fitted, and encoding
+with de-duplication.
 
 Any object with ``encode(sentences: list[str], mode="unsupervised" | "supervised") -> np.ndarray`` is an encoder:
-a trained model directory loaded with ``SentenceEncoder.load`` or a word-vector baseline.
+a trained model (``ModelEncoder`` around ``SentenceEncoder.load``) or a word-vector baseline.
+
+Where the top principal component is fitted (the post-processing of Arora et al. 2017 and of the multi-view paper)
+moves STS scores by several points, so it is an explicit choice, the same for every encoder of a comparison
+(``component_fit``, recorded in each metrics file):
+
+* ``corpus``: once, on a sample of training-corpus sentences (a trained model's stored components);
+* ``task``: on all sentences of a task (the multi-view paper's modified SentEval);
+* ``subset``: on each STS subset separately (one input file, as Arora et al.'s released STS evaluation);
+  tasks that are not STS subsets are fitted per task.
 """
 
 from __future__ import annotations
@@ -11,17 +21,39 @@ from typing import Literal, Protocol
 import numpy as np
 
 Mode = Literal["unsupervised", "supervised"]
+ComponentFit = Literal["corpus", "task", "subset"]
+COMPONENT_FITS: tuple[ComponentFit, ...] = ("corpus", "task", "subset")
 
 
 class Encoder(Protocol):
     def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray: ...
 
 
+def fits_per_subset(encoder: Encoder) -> bool:
+    """Whether the suite must encode each STS subset in its own call (the encoder fits its component per call)."""
+    return getattr(encoder, "component_fit", None) == "subset"
+
+
+class ModelEncoder:
+    """A trained ``SentenceEncoder`` as the suite sees it: one view (or the ensemble), with its principal
+    components from the model (``corpus``: fitted on training sentences when it was saved) or fitted on the
+    sentences of each call (``task``, ``subset``)."""
+
+    def __init__(self, model, view: str = "ensemble", component_fit: ComponentFit = "subset"):
+        if component_fit not in COMPONENT_FITS:
+            raise ValueError(f"component_fit must be one of {COMPONENT_FITS}, got {component_fit!r}")
+        self.model, self.view, self.component_fit = model, view, component_fit
+
+    def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
+        postprocessing = "stored" if self.component_fit == "corpus" else "input"
+        return self.model.encode(sentences, mode=mode, view=self.view, postprocessing=postprocessing)
+
+
 def encode_many(encoder: Encoder, groups: list[list[str]], mode: Mode) -> list[np.ndarray]:
     """Encode several lists of sentences in ONE call (each distinct sentence once) and split the result back.
 
-    One call per task matters beyond speed: an encoder that fits a post-processing component on what it is
-    given (the WR baseline with ``pc_source="task"``) then sees the whole task, as the modified SentEval did.
+    One call per task matters beyond speed: an encoder that fits its component on what it is given
+    (``component_fit="task"``) then sees the whole task, as the modified SentEval did.
     """
     unique = list(dict.fromkeys(s for group in groups for s in group))
     vectors = np.asarray(encoder.encode(unique, mode=mode), dtype=np.float32)

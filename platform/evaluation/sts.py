@@ -13,7 +13,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from skipview.platform.evaluation.datasets import TaskData
-from skipview.platform.evaluation.encoding import Encoder, cosine, encode_many
+from skipview.platform.evaluation.encoding import Encoder, cosine, encode_many, fits_per_subset
 
 CORRELATIONS = {"pearson": lambda x, y: pearsonr(x, y)[0], "spearman": lambda x, y: spearmanr(x, y)[0]}
 
@@ -47,9 +47,14 @@ def correlation_metrics(task: str, subsets: dict[str, tuple[np.ndarray, np.ndarr
 
 def cosine_similarity_task(task: str, data: TaskData, encoder: Encoder, splits: list[str] | None = None
                            ) -> dict[str, float]:
-    """Score each pair by the cosine of its unsupervised vectors; correlate with gold per split."""
+    """Score each pair by the cosine of its unsupervised vectors; correlate with gold per split. All splits are
+    encoded in one call, or one call per split for an encoder that fits its component per subset."""
     names = splits or list(data.splits)
-    groups = [g for s in names for g in (data.splits[s].a, data.splits[s].b)]
-    vectors = encode_many(encoder, groups, mode="unsupervised")
-    subsets = {s: (cosine(vectors[2 * i], vectors[2 * i + 1]), data.splits[s].y) for i, s in enumerate(names)}
+    calls = [[s] for s in names] if fits_per_subset(encoder) else [names]
+    subsets = {}
+    for call in calls:
+        vectors = encode_many(encoder, [g for s in call for g in (data.splits[s].a, data.splits[s].b)],
+                              mode="unsupervised")
+        subsets.update({s: (cosine(vectors[2 * i], vectors[2 * i + 1]), data.splits[s].y)
+                        for i, s in enumerate(call)})
     return correlation_metrics(task, subsets)

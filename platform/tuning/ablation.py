@@ -42,30 +42,23 @@ class StudySettings:
     tasks: tuple[str, ...] = REPORT_TASKS
     protocol: str = "full"
     tracking_uri: str | None = None
+    component_fit: str = "subset"           # where every row's top component is fitted (evaluation.encoding)
 
 
 class CombinedEncoder:
     """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
-    the average of the post-processed vectors (unsupervised), their concatenation (supervised)."""
+    the average of the post-processed vectors (unsupervised), their concatenation (supervised). The parts share
+    one ``component_fit``, so the suite calls the whole ensemble per subset when they fit per subset."""
 
-    def __init__(self, parts: list[tuple[Any, str]]):
+    def __init__(self, parts: list[Any]):
         self.parts = parts
+        self.component_fit = parts[0].component_fit
 
     def encode(self, sentences: list[str], mode: str = "unsupervised"):
         import numpy as np
 
-        vectors = [encoder.encode(sentences, mode=mode, view=view) for encoder, view in self.parts]
+        vectors = [part.encode(sentences, mode=mode) for part in self.parts]
         return np.mean(vectors, axis=0) if mode == "unsupervised" else np.concatenate(vectors, axis=1)
-
-
-class ViewEncoder:
-    """One view of a ``SentenceEncoder`` as the evaluation suite's encoder (``encode(sentences, mode)``)."""
-
-    def __init__(self, encoder, view: str):
-        self.encoder, self.view = encoder, view
-
-    def encode(self, sentences: list[str], mode: str = "unsupervised"):
-        return self.encoder.encode(sentences, mode=mode, view=self.view)
 
 
 def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
@@ -99,15 +92,16 @@ def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:
     return found
 
 
-def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_dir: str, protocol: str
-                   ) -> dict[str, float]:
+def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_dir: str, protocol: str,
+                   component_fit: str) -> dict[str, float]:
+    from skipview.platform.evaluation.encoding import ModelEncoder
     from skipview.platform.evaluation.suite import run_tasks
 
     metrics: dict[str, float] = {}
     for view in views:
         start = time.perf_counter()
         # a baseline has one representation (its only view is "ensemble"); a SentenceEncoder is asked per view
-        one = ViewEncoder(encoder, view) if hasattr(encoder, "view_names") else encoder
+        one = ModelEncoder(encoder, view, component_fit) if hasattr(encoder, "view_names") else encoder
         results = run_tasks(one, tasks, senteval_dir, protocol)
         metrics.update({metric_key(view, k): v for k, v in results.items()})
         log.info("view %s evaluated in %.0f s", view, time.perf_counter() - start)
@@ -146,6 +140,7 @@ def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
 def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
     """The encoders (and views) a combined row ensembles, with the summed training cost of their runs."""
     from skipview.models.encoder import SentenceEncoder
+    from skipview.platform.evaluation.encoding import ModelEncoder
 
     parts, cost = [], {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     for part in cell.combine:
@@ -155,7 +150,7 @@ def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
         recorded = client.get_run(run_id) if run_id else None
         if recorded is None or EVALUATED_TAG not in recorded.data.tags:
             raise RuntimeError(f"{cell.name}: its part {part} (run {run.name}) has not been trained and evaluated")
-        parts.append((SentenceEncoder.load(run.output), view))
+        parts.append(ModelEncoder(SentenceEncoder.load(run.output), view, study.component_fit))
         for key in cost:
             cost[key] += recorded.data.metrics[key]
     return CombinedEncoder(parts), cost
@@ -181,9 +176,12 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={"baseline": cell.baseline, "wordvecs": base.wordvecs, "pc_source": "task"},
-                                   tags=planned.tags)
-        encoder = AverageEncoder(WordVectors.load(base.wordvecs), remove_top_pc=cell.baseline == "wr")
+                                   params={"baseline": cell.baseline, "wordvecs": base.wordvecs,
+                                           "component_fit": study.component_fit}, tags=planned.tags)
+        if study.component_fit == "corpus":
+            raise ValueError(f"{cell.name}: component_fit 'corpus' is for trained models; compare baselines and "
+                             "models with 'task' or 'subset'")
+        encoder = AverageEncoder(WordVectors.load(base.wordvecs), cell.baseline, component_fit=study.component_fit)
         metrics = {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     else:
         settings = cell_settings(base, cell, planned.seed)
@@ -201,7 +199,8 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         # triple is one sentence per example)
         metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * settings.batch_size * study.workers)}
     start = time.perf_counter()
-    metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol))
+    metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol,
+                                  study.component_fit))
     store.log_metrics(client, run_id, metrics, step=0)
     client.set_tag(run_id, "eval.protocol", study.protocol)
     client.set_tag(run_id, "eval.tasks", ",".join(tasks))

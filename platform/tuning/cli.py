@@ -85,10 +85,13 @@ def ablation(
                                                "objective_settings keys apply to the objectives that have them"),
     set_: list[str] = typer.Option([], "--set", help="override a base setting: key=value (dotted keys)"),
     seeds: int = typer.Option(3, min=1, help="seeds per cell (mean +- std in the report)"),
-    references: bool = typer.Option(False, help="also train skip-thought and evaluate the fastText avg/WR baselines"),
+    references: bool = typer.Option(False, help="also train skip-thought and evaluate the fastText avg/WR/SIF "
+                                                 "baselines"),
     matrix: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                           help="matrix file (default: the paper's Table 6, platform/tuning/ablation.yaml)"),
     protocol: str = typer.Option("full", help="evaluation protocol: full (SentEval, 10-fold) or fast (5-fold)"),
+    component_fit: str = typer.Option("subset", help="where every row's top principal component is fitted: subset "
+                                                     "(each STS subset) or task (see `skipview evaluate --help`)"),
     tasks: Optional[str] = typer.Option(None, help="comma-separated evaluation tasks (default: every task behind "
                                                    "the report's columns; tasks without data are skipped)"),
     workers: int = typer.Option(1, min=1, help="Ray Train workers per model"),
@@ -123,10 +126,13 @@ def ablation(
         raise typer.BadParameter(str(error)) from error
     if protocol not in ("full", "fast"):
         raise typer.BadParameter(f"--protocol must be full or fast, got {protocol!r}")
+    if component_fit not in ("subset", "task"):
+        raise typer.BadParameter(f"--component-fit must be subset or task (the same for models and baselines), "
+                                 f"got {component_fit!r}")
     if not report_only:
         study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, references=references,
                               workers=workers, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
-                              protocol=protocol,
+                              protocol=protocol, component_fit=component_fit,
                               tasks=tuple(t.strip() for t in tasks.split(",")) if tasks else REPORT_TASKS)
         driver.connect(address)
         records = run_study(study_matrix, base, study)

@@ -7,7 +7,7 @@ Keys of a matrix file:
                 (``gen``/``disc``/``skipthought``), ``settings`` (overrides of the objective's settings),
                 ``tags`` (MLflow tags, strings), ``views`` (encoder view name -> label printed in the report;
                 the names are the ``SentenceEncoder``'s: f, g, f1, f2, g1, g2, and ``ensemble``).
-``references``  optional reference rows, same keys; a ``baseline`` (``avg`` or ``wr``) instead of an objective is
+``references``  optional reference rows, same keys; a ``baseline`` (``avg``, ``wr`` or ``sif``) instead of an objective is
                 computed from the word vectors with no training.
 ``combined``    rows that ensemble views of two separately trained cells of the same seed (``combine``:
                 ``[cell/view, cell/view]``), as Table 6 does for the single-view f and g models and for f1 with
@@ -53,7 +53,7 @@ class _Strict(BaseModel):
 class Cell(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
     objective: Literal["gen", "disc", "skipthought"] | None = None
-    baseline: Literal["avg", "wr"] | None = None
+    baseline: Literal["avg", "wr", "sif"] | None = None
     combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
     settings: dict[str, Any] = {}
     tags: dict[str, str] = {}
@@ -62,7 +62,7 @@ class Cell(_Strict):
     @model_validator(mode="after")
     def _one_kind(self):
         if sum(x is not None for x in (self.objective, self.baseline, self.combine)) != 1:
-            raise ValueError("give exactly one of objective (a trained model), baseline (avg, wr) or combine "
+            raise ValueError("give exactly one of objective (a trained model), baseline (avg, wr, sif) or combine "
                              "(two cell/view of trained cells)")
         if self.objective is None and (self.settings or set(self.views) != {ENSEMBLE}):
             raise ValueError("a baseline or combined row has no settings and one representation: "

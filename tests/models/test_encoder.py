@@ -80,6 +80,17 @@ def test_components_fitted_on_the_task_are_used_without_replacing_the_stored_one
     assert not np.allclose(raw, vectors)
 
 
+@pytest.mark.parametrize("mode", ["unsupervised", "supervised"])
+def test_input_postprocessing_fits_each_views_component_on_the_call_itself(encoder, mode):
+    fitted = encoder.fit_postprocessing(SENTENCES, modes=[mode], store=False)
+    for view in encoder.view_names:
+        np.testing.assert_allclose(encoder.encode(SENTENCES, mode, view, postprocessing="input"),
+                                   encoder.encode(SENTENCES, mode, view, postprocessing=fitted), atol=1e-6)
+    # a sentence's vector now depends on the company it is encoded in
+    alone = encoder.encode(SENTENCES[:3], mode, postprocessing="input")
+    assert not np.allclose(alone, encoder.encode(SENTENCES, mode, postprocessing="input")[:3], atol=1e-4)
+
+
 def test_tokenisation_is_the_corpus_one_and_unknown_words_map_to_unk(encoder):
     ids = encoder.token_ids(["Fill1 t3w2, fill5!", "unknownword"])
     assert encoder.vocab.decode(ids[0]) == ["fill1", "t3w2", "<unk>", "fill5", "<unk>"]     # lower-cased, split

@@ -36,7 +36,7 @@ def test_evaluate_writes_metrics_json_and_table(tmp_path, tiny_wordvecs):
                                  "--output", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["protocol"]["kfold"] == 5 and report["pc_source"] == "task"
+    assert report["protocol"]["kfold"] == 5 and report["component_fit"] == "subset"
     assert set(report["tasks"]) == {"sts14", "mpqa"} and "5-fold nested CV" in report["tasks"]["mpqa"]
     metrics = report["metrics"]
     for key in ("sts14.pearson.mean", "sts14.pearson.wmean", "sts14.pearson.all", "sts14.spearman.mean",

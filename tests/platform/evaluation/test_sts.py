@@ -51,10 +51,56 @@ def test_wr_removes_the_top_component(tiny_wordvecs):
     sentences = ["the cat sat", "the dog ran", "the cat ran", "a dog"]
     words = WordVectors.load(tiny_wordvecs)
     avg = AverageEncoder(words).encode(sentences)
-    wr = AverageEncoder(words, remove_top_pc=True).encode(sentences)
+    wr = AverageEncoder(words, "wr", component_fit="task").encode(sentences)
     u = np.linalg.svd(avg.astype(np.float64))[2][0]
     np.testing.assert_allclose(wr, avg - np.outer(avg @ u, u), atol=1e-6)
     np.testing.assert_allclose(wr @ u, 0.0, atol=1e-6)
+
+
+def test_sif_weights_words_by_a_over_a_plus_frequency_then_removes_the_component(tiny_wordvecs):
+    words = WordVectors.load(tiny_wordvecs)
+    sentences = ["the cat sat", "the dog ran", "the cat ran", "a dog"]
+    # counts: specials 0, every word 10 (tiny_wordvecs); make 'the' frequent so its weight drops
+    words.vocab.counts[words.vocab.index["the"]] = 1000
+    p = words.vocab.counts / words.vocab.counts.sum()
+    a = 0.01
+    weighted = np.array([np.mean([a / (a + p[words.vocab.index[w]]) * words.vectors[words.vocab.index[w]]
+                                  for w in s.split() if w in words.vocab.index], axis=0) for s in sentences])
+    u = np.linalg.svd(weighted)[2][0]
+    sif = AverageEncoder(words, "sif", component_fit="task", a=a).encode(sentences)
+    np.testing.assert_allclose(sif, weighted - np.outer(weighted @ u, u), atol=1e-6)
+    assert words.sif_weights(a)[words.vocab.index["the"]] < 0.1 < words.sif_weights(a)[words.vocab.index["cat"]]
+
+
+def test_component_fit_corpus_uses_the_fitted_component_and_refuses_without_one(tiny_wordvecs):
+    words = WordVectors.load(tiny_wordvecs)
+    encoder = AverageEncoder(words, "wr", component_fit="corpus")
+    with pytest.raises(ValueError, match="fit_component"):
+        encoder.encode(["the cat"])
+    encoder.fit_component(["do n't", "do"])        # the component of these sentences is the 3rd axis
+    np.testing.assert_allclose(encoder.encode(["the cat", "do"]), [[1.0, 0.5, 0.0], [0.0, 0.0, 0.0]], atol=1e-6)
+
+
+class _Recording:
+    """Fits 'a component' per call by centring on the call's mean: a result depends on what a call holds."""
+
+    def __init__(self, component_fit):
+        self.component_fit, self.calls = component_fit, []
+
+    def encode(self, sentences, mode="unsupervised"):
+        self.calls.append(len(sentences))
+        x = np.array([[1.0, len(s.split()), s.count("a")] for s in sentences])
+        return x - x.mean(axis=0)
+
+
+@pytest.mark.parametrize("component_fit, calls", [("task", 1), ("subset", 6), ("corpus", 1)])
+def test_sts_is_encoded_per_subset_only_for_encoders_that_fit_per_subset(real_senteval, component_fit, calls):
+    encoder = _Recording(component_fit)
+    m = run_tasks(encoder, ["sts14"], real_senteval)
+    assert len(encoder.calls) == calls
+    if component_fit == "subset":    # each call holds one subset's distinct sentences, not the whole task
+        assert max(encoder.calls) < 1600 and m["sts14.pearson.mean"] != run_tasks(_Recording("task"), ["sts14"],
+                                                                                   real_senteval)["sts14.pearson.mean"]
 
 
 def test_sts14_objective_on_real_data(real_senteval):

@@ -12,6 +12,7 @@ from skipview.platform.tracking import store
 from skipview.platform.training.config import TrainSettings
 import numpy as np
 
+from skipview.platform.evaluation.encoding import ModelEncoder
 from skipview.platform.tuning.ablation import CombinedEncoder, StudySettings, run_study
 from skipview.platform.tuning.matrix import Cell, Matrix, load_matrix
 from skipview.platform.tuning.report import build_report
@@ -22,14 +23,14 @@ class Fixed:
     def __init__(self, table):
         self.table = table
 
-    def encode(self, sentences, mode="unsupervised", view="ensemble"):
+    def encode(self, sentences, mode="unsupervised", view="ensemble", postprocessing="stored"):
         return np.stack([self.table[view][s] for s in sentences])
 
 
 def test_combined_encoder_averages_unsupervised_and_concatenates_supervised():
     a = Fixed({"f": {"x": np.array([1.0, 0.0]), "y": np.array([0.0, 2.0])}})
     b = Fixed({"g": {"x": np.array([3.0, 4.0]), "y": np.array([1.0, 1.0])}})
-    combined = CombinedEncoder([(a, "f"), (b, "g")])
+    combined = CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")])
     np.testing.assert_allclose(combined.encode(["x", "y"]), [[2.0, 2.0], [0.5, 1.5]])
     np.testing.assert_allclose(combined.encode(["x", "y"], mode="supervised"), [[1, 0, 3, 4], [0, 2, 1, 1]])
 

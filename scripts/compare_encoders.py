@@ -1,0 +1,87 @@
+"""Compare encoders under every choice of where the top principal component is fitted, on the same word vectors.
+
+Rows: the training-free baselines (avg; WR and SIF with the component fitted per STS subset, per task and on a
+corpus sample) and any trained models given with --model NAME=DIR (each view and the ensemble, same three fits).
+Columns: the tasks' headline numbers (STS: mean Pearson over subsets x100; classification: accuracy) and the mean of
+STS12, STS13, STS14 and SICK-R (unsupervised), the multi-view paper's unsupervised summary on the tasks at hand.
+Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other tasks are one call
+each under 'subset' and 'task'), so supervised tasks run once per encoder for 'task' and 'corpus'.
+
+    python scripts/compare_encoders.py --wordvecs data/gutenberg_novels/wordvecs \
+        --pc-corpus data/gutenberg_novels/prepared --senteval-dir data/senteval/downstream --out reports/baselines
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from skipview.platform.evaluation.cli import build_encoder
+from skipview.platform.evaluation.suite import run_tasks
+
+UNSUP = ["sts12", "sts13", "sts14", "stsb_unsup", "sickr_unsup"]
+SUMMARY = ["sts12", "sts13", "sts14", "sickr_unsup"]
+HEADLINE = {"sickr": "pearson", "stsb": "pearson"}
+
+
+def headline(metrics: dict[str, float], task: str) -> float | None:
+    key = f"{task}.pearson.mean" if task in UNSUP else f"{task}.{HEADLINE.get(task, 'acc')}"
+    return metrics.get(key)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--wordvecs", type=Path, required=True)
+    parser.add_argument("--pc-corpus", type=Path, required=True, help="prepared corpus for the 'corpus' fit")
+    parser.add_argument("--senteval-dir", type=Path, required=True)
+    parser.add_argument("--model", action="append", default=[], help="NAME=DIR of a trained model (repeatable)")
+    parser.add_argument("--views", default="ensemble,f,g", help="views of each model to evaluate")
+    parser.add_argument("--supervised", default="", help="comma-separated supervised tasks, e.g. sickr,stsb,mr,cr")
+    parser.add_argument("--protocol", default="full")
+    parser.add_argument("--baselines", default="avg,wr,sif")
+    parser.add_argument("--out", type=Path, required=True, help="output path without extension")
+    args = parser.parse_args()
+
+    supervised = [t for t in args.supervised.split(",") if t]
+    specs = []          # (row name, component fit, build kwargs)
+    for baseline in args.baselines.split(","):
+        fits = ["none"] if baseline == "avg" else ["subset", "task", "corpus"]
+        specs += [(f"fastText {baseline}", fit, {"baseline": baseline}) for fit in fits]
+    for item in args.model:
+        name, _, directory = item.partition("=")
+        for view in args.views.split(","):
+            specs += [(f"{name} {view}", fit, {"model": Path(directory), "view": view})
+                      for fit in ("subset", "task", "corpus")]
+
+    rows = []
+    for name, fit, kwargs in specs:
+        start = time.perf_counter()
+        encoder = build_encoder(kwargs.get("model"), kwargs.get("baseline"), args.wordvecs, args.pc_corpus,
+                                component_fit=None if fit == "none" else fit, view=kwargs.get("view", "ensemble"))
+        tasks = UNSUP + (supervised if fit in ("none", "task", "corpus") else [])
+        metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
+        row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),
+               "scores": {t: headline(metrics, t) for t in tasks}, "metrics": metrics}
+        row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY]))
+        rows.append(row)
+        print(f"{name:28s} {fit:7s} summary {row['summary']:.1f}  ({row['seconds']:.0f} s)", flush=True)
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps({"rows": rows, "protocol": args.protocol,
+                                                        "wordvecs": str(args.wordvecs)}, indent=1) + "\n")
+    columns = UNSUP + supervised
+    lines = ["| encoder | component fitted | mean STS12-14, SICK-R | " + " | ".join(columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
+    for row in rows:
+        cells = [f"{row['scores'][t]:.1f}" if row["scores"].get(t) is not None else "" for t in columns]
+        lines.append(f"| {row['encoder']} | {row['component_fit']} | {row['summary']:.1f} | " + " | ".join(cells) + " |")
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
