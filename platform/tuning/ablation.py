@@ -35,6 +35,7 @@ class StudySettings:
     storage: str
     experiment: str = "ablation"
     seeds: int = 3
+    first_seed: int = 0                     # a study split over machines: each takes its own range of seeds
     references: bool = False
     workers: int = 1
     cpus_per_worker: float = 1
@@ -121,7 +122,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list
     if not tasks:
         raise ValueError(f"{base.senteval_dir}: none of the tasks {', '.join(study.tasks)} has data there")
     records = []
-    planned = plan(matrix, study.seeds, study.references)
+    planned = plan(matrix, study.seeds, study.references, study.first_seed)
     for index, planned_run in enumerate(planned, 1):
         log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
         records.append(_run_one(client, planned_run, base, study, tasks))

@@ -85,6 +85,8 @@ def ablation(
                                                "objective_settings keys apply to the objectives that have them"),
     set_: list[str] = typer.Option([], "--set", help="override a base setting: key=value (dotted keys)"),
     seeds: int = typer.Option(3, min=1, help="seeds per cell (mean +- std in the report)"),
+    first_seed: int = typer.Option(0, min=0, help="first seed: run seeds first_seed .. first_seed + seeds - 1 (split "
+                                                  "a study over several machines or processes; one report)"),
     references: bool = typer.Option(False, help="also train skip-thought and evaluate the fastText avg/WR/SIF "
                                                  "baselines"),
     matrix: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
@@ -130,7 +132,8 @@ def ablation(
         raise typer.BadParameter(f"--component-fit must be subset or task (the same for models and baselines), "
                                  f"got {component_fit!r}")
     if not report_only:
-        study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, references=references,
+        study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, first_seed=first_seed,
+                              references=references,
                               workers=workers, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
                               protocol=protocol, component_fit=component_fit,
                               tasks=tuple(t.strip() for t in tasks.split(",")) if tasks else REPORT_TASKS)

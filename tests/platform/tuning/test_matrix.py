@@ -51,6 +51,9 @@ def test_plan_runs_every_cell_per_seed_and_baselines_once():
     first = with_refs[0]
     assert first.tags["skipview.study"] == "ablation" and first.tags["cell"] == first.cell.name
     assert first.tags["seed"] == "0"
+    # a study split in two (--first-seed) plans exactly the runs of the whole study, each once
+    split = plan(matrix, seeds=2) + plan(matrix, seeds=1, first_seed=2)
+    assert [r.run_name for r in split] == [r.run_name for r in runs]
     with pytest.raises(ValueError, match="at least 1"):
         plan(matrix, seeds=0)
 
