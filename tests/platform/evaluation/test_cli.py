@@ -96,3 +96,26 @@ def test_evaluate_a_saved_model_directory(tmp_path, tiny_wordvecs):
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert report["encoder"] == str(model_dir) and np.isfinite(report["metrics"]["sts14.pearson.mean"])
+    assert report["component_fit"] == "subset" and report["view"] == "ensemble"
+    # one view, its component the stored one (fitted above on training sentences)
+    result = runner.invoke(app, ["evaluate", "--model", str(model_dir), "--view", "f", "--component-fit", "corpus",
+                                 "--senteval-dir", str(data), "--tasks", "sts14", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["component_fit"] == "corpus" and report["view"] == "f"
+    result = runner.invoke(app, ["evaluate", "--model", str(model_dir), "--view", "h", "--senteval-dir", str(data)])
+    assert result.exit_code != 0 and "hasviews['f','g']" in re.sub(r"[\s│]+", "", result.output)
+
+
+def test_sif_baseline_records_its_choices_and_a_corpus_fit_needs_a_corpus(tmp_path, tiny_wordvecs):
+    data = _mini_senteval(tmp_path / "senteval")
+    out = tmp_path / "metrics.json"
+    result = runner.invoke(app, ["evaluate", "--baseline", "sif", "--sif-a", "0.01", "--wordvecs", str(tiny_wordvecs),
+                                 "--senteval-dir", str(data), "--tasks", "sts14", "--component-fit", "task",
+                                 "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["encoder"] == "fasttext-sif" and report["component_fit"] == "task" and report["sif_a"] == 0.01
+    result = runner.invoke(app, ["evaluate", "--baseline", "sif", "--wordvecs", str(tiny_wordvecs),
+                                 "--senteval-dir", str(data), "--component-fit", "corpus"])
+    assert result.exit_code != 0 and "--pc-corpus" in re.sub(r"[\s│]+", "", result.output)
