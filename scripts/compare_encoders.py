@@ -42,27 +42,30 @@ def main() -> None:
     parser.add_argument("--views", default="ensemble,f,g", help="views of each model to evaluate")
     parser.add_argument("--supervised", default="", help="comma-separated supervised tasks, e.g. sickr,stsb,mr,cr")
     parser.add_argument("--protocol", default="full")
-    parser.add_argument("--baselines", default="avg,wr,sif")
+    parser.add_argument("--baselines", default="avg,wr,sif", help="comma-separated; empty for none")
+    parser.add_argument("--fits", default="subset,task,corpus", help="component fits to compare")
+    parser.add_argument("--supervised-fits", default="task,corpus",
+                        help="fits under which the supervised tasks also run (avg always runs them)")
     parser.add_argument("--out", type=Path, required=True, help="output path without extension")
     args = parser.parse_args()
 
     supervised = [t for t in args.supervised.split(",") if t]
     specs = []          # (row name, component fit, build kwargs)
-    for baseline in args.baselines.split(","):
-        fits = ["none"] if baseline == "avg" else ["subset", "task", "corpus"]
-        specs += [(f"fastText {baseline}", fit, {"baseline": baseline}) for fit in fits]
+    fits = args.fits.split(",")
+    for baseline in filter(None, args.baselines.split(",")):
+        specs += [(f"fastText {baseline}", fit, {"baseline": baseline})
+                  for fit in (["none"] if baseline == "avg" else fits)]
     for item in args.model:
         name, _, directory = item.partition("=")
         for view in args.views.split(","):
-            specs += [(f"{name} {view}", fit, {"model": Path(directory), "view": view})
-                      for fit in ("subset", "task", "corpus")]
+            specs += [(f"{name} {view}", fit, {"model": Path(directory), "view": view}) for fit in fits]
 
     rows = []
     for name, fit, kwargs in specs:
         start = time.perf_counter()
         encoder = build_encoder(kwargs.get("model"), kwargs.get("baseline"), args.wordvecs, args.pc_corpus,
                                 component_fit=None if fit == "none" else fit, view=kwargs.get("view", "ensemble"))
-        tasks = UNSUP + (supervised if fit in ("none", "task", "corpus") else [])
+        tasks = UNSUP + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
         metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
         row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),
                "scores": {t: headline(metrics, t) for t in tasks}, "metrics": metrics}

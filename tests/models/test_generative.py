@@ -96,6 +96,28 @@ def test_g_is_u_transposed(topic_corpus):
     torch.testing.assert_close(encoder.views["g"].linear.weight, objective.decoder.detach().T)
 
 
+@pytest.mark.parametrize("hidden_size", [4, 24])      # 2h below and above the word dimension (32 here)
+def test_with_invertibility_g_is_the_word_average_up_to_rotation_when_2h_reaches_the_word_dimension(
+        topic_corpus, hidden_size):
+    """Eq. 2 drives U (dim x 2h) to U U^T = I when 2h >= dim: g = U^T is then an isometric embedding of the word
+    average, so every cosine (and, since it commutes with the uncentred top-component removal, every STS score)
+    of g equals the plain average's. The paper's 2h = 2048 > 300 is this case: there g cannot learn anything the
+    average does not have. With 2h < dim, U^T U = I and g is a learned projection onto 2h directions."""
+    objective = build(topic_corpus, hidden_size=hidden_size)
+    for _ in range(3000):
+        objective.after_optimizer_step()
+    sentences = [np.array(topic_corpus.train.sentence(i), dtype=np.int64) for i in range(40)]
+    g = objective.sentence_encoder(topic_corpus.train.tokenizer, topic_corpus.train.vocab)
+    raw = g.raw_representations(sentences, "unsupervised", ["g"])["g"].double()
+    average = torch.stack([objective.word_vectors[torch.from_numpy(s)].mean(0) for s in sentences]).double()
+    cos = lambda x: torch.nn.functional.normalize(x, dim=1) @ torch.nn.functional.normalize(x, dim=1).T  # noqa: E731
+    distance = (cos(raw) - cos(average)).abs().max().item()
+    if 2 * hidden_size >= objective.word_vectors.shape[1]:
+        assert distance < 1e-5
+    else:
+        assert distance > 1e-2, distance
+
+
 def held_out_loss(loss_of_batch, corpus, repeats=5) -> float:
     torch.manual_seed(99)
     with torch.no_grad():
