@@ -34,6 +34,7 @@ from skipview.platform.training.objectives import build
 log = logging.getLogger(__name__)
 
 DIVERGED_TAG = "skipview.diverged_at_step"
+CORRUPT_TAG = "skipview.skipped_corrupt_checkpoints"
 
 
 class Diverged(RuntimeError):
@@ -129,18 +130,22 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     amp_dtype = autocast_dtype(settings.precision, device)
     scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
 
-    progress, run_id = ckpt.Progress(), None
-    restored = ray.train.get_checkpoint()
-    if restored is not None:
-        with restored.as_directory() as directory:
-            progress, run_id, had_rng = ckpt.read(Path(directory), rank=rank, model=objective, optimizer=optimizer,
-                                                  scheduler=scheduler, scaler=scaler, map_location=device)
+    progress, run_id, skipped = ckpt.Progress(), None, []
+    latest = ray.train.get_checkpoint()
+    if latest is not None:
+        restored, state, rng, skipped = ckpt.restore(checkpoints_newest_first(latest), rank=rank,
+                                                     map_location=device)
+        progress, run_id, had_rng = ckpt.apply(state, rng, model=objective, optimizer=optimizer,
+                                               scheduler=scheduler, scaler=scaler)
         if not had_rng:
             log.warning("rank %d: no RNG state in the checkpoint (world size changed?); reseeding", rank)
             torch.manual_seed(settings.seed * 1009 + rank + progress.step)
-        log.info("rank %d resumed at step %d (epoch %d, batch %d)", rank, progress.step, progress.epoch,
-                 progress.batch)
+        log.info("rank %d resumed at step %d (epoch %d, batch %d) from %s", rank, progress.step, progress.epoch,
+                 progress.batch, restored.path)
     tracker = Tracker(config, rank, run_id)
+    if skipped:
+        # the warning is in the worker's log; the tag puts it where a cluster user looks first
+        tracker.tag(CORRUPT_TAG, " | ".join(skipped))
 
     def report(extra: dict[str, float], final_model: Path | None = None) -> None:
         metrics = {"step": progress.step, "epoch": progress.epoch, **extra}
@@ -240,6 +245,19 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         log_model(tracker, config, model_dir)
     report(final, final_model=model_dir)
     tracker.finish("FINISHED")
+
+
+def checkpoints_newest_first(latest):
+    """Ray's latest checkpoint, then the run's other registered checkpoints by step, newest first. The list is only
+    asked for (one call to the Train controller) when the latest cannot be loaded."""
+    import ray.train
+
+    yield latest
+    reported = ray.train.get_all_reported_checkpoints(
+        consistency_mode=ray.train.CheckpointConsistencyMode.COMMITTED)
+    older = [r for r in reported if r.checkpoint.path != latest.path]
+    for r in sorted(older, key=lambda r: r.metrics.get("step", -1), reverse=True):
+        yield r.checkpoint
 
 
 def shared_loss_and_norm(loss: torch.Tensor, grad_norm: torch.Tensor, world_size: int) -> tuple[float, float]:
