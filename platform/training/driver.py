@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skipview.models.directories import swap_in
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import RunSettings, TrainSettings
 from skipview.platform.training.loop import DIVERGED_TAG, Diverged, train_loop_per_worker
@@ -181,10 +182,7 @@ def copy_model(checkpoint, output: Path) -> Path:
         partial = output.with_name(output.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(source, partial)
-    if output.exists():
-        shutil.rmtree(output)
-    partial.rename(output)
-    return output
+    return swap_in(partial, output)
 
 
 def write_metrics(outcome: Outcome, path: Path) -> None:
