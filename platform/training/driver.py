@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skipview.models.directories import swap_in
+from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import RunSettings, TrainSettings
 from skipview.platform.training.loop import DIVERGED_TAG, Diverged, train_loop_per_worker
@@ -124,6 +125,7 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    ensure_private_token()          # before ray.init, which would otherwise write it readable by every user
     before = os.environ.get(STATE_API_ENV)
     # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
     os.environ[STATE_API_ENV] = f"http://127.0.0.1:{port}"
@@ -135,11 +137,6 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
             os.environ.pop(STATE_API_ENV)
         else:
             os.environ[STATE_API_ENV] = before
-    # Ray turns token authentication on for a local cluster and writes the token it generates to
-    # ~/.ray/auth_token with the default umask (readable by every user); it is a credential, so keep it private.
-    token = Path.home() / ".ray" / "auth_token"
-    if token.is_file() and token.stat().st_uid == os.getuid():
-        token.chmod(0o600)
 
 
 @dataclass
