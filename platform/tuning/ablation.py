@@ -5,6 +5,8 @@ A study is resumable: a (cell, seed) whose MLflow run is finished and evaluated 
 refitted under the same Train run name and so resumes from its last checkpoint. Each run carries the tags the
 MLflow UI's compare view groups by (objective, views, invertible, seed, cell) and logs each view's evaluation as
 ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (the report's contract, see ``matrix``).
+The compare view's axes are params and metrics only, so the identity (cell, views, invertible, seed) is also
+logged as params, and each report column of the run's summary view (``sts_avg``, ``binary_avg``, ...) as a metric.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list
     planned = plan(matrix, study.seeds, study.references)
     for index, planned_run in enumerate(planned, 1):
         log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
-        records.append(_run_one(client, planned_run, base, study, tasks))
+        records.append(_run_one(client, planned_run, base, study, tasks, matrix.columns))
     return records
 
 
@@ -141,6 +143,13 @@ def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
                        cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
                        experiment=study.experiment, tracking_uri=study.tracking_uri,
                        output=str(Path(driver.storage_root(study.storage)) / study.name / "models" / name))
+
+
+def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
+    """One number per report column (``sts_avg``, ``binary_avg``, ...) for the run's summary view: what the MLflow
+    compare view plots against the identity params."""
+    values = {column.name: column.value(planned.summary_view, metrics)[0] for column in columns}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
@@ -161,8 +170,8 @@ def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
     return CombinedEncoder(parts), cost
 
 
-def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str]
-             ) -> dict[str, Any]:
+def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str],
+             matrix_columns) -> dict[str, Any]:
     cell = planned.cell
     run = train_run(study, cell.name, planned.seed)
     key = driver.run_key(run)
@@ -173,22 +182,23 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
 
     if cell.combine is not None:
         encoder, metrics = _combined_parts(client, study, cell, planned.seed)
-        run_id, _ = store.open_run(client, study.experiment, key, run.name, params={"combine": cell.combine},
-                                   tags=planned.tags)
+        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+                                   params={**planned.identity, "combine": cell.combine}, tags=planned.tags)
     elif cell.baseline is not None:
         from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={"baseline": cell.baseline, "wordvecs": base.wordvecs, "pc_source": "task"},
-                                   tags=planned.tags)
+                                   params={**planned.identity, "baseline": cell.baseline, "wordvecs": base.wordvecs,
+                                           "pc_source": "task"}, tags=planned.tags)
         encoder = AverageEncoder(WordVectors.load(base.wordvecs), remove_top_pc=cell.baseline == "wr")
         metrics = {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     else:
         settings = cell_settings(base, cell, planned.seed)
         # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
-        run_id, _ = store.open_run(client, study.experiment, key, run.name, params=settings.model_dump(mode="json"),
+        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+                                   params={**settings.model_dump(mode="json"), **planned.identity},
                                    tags={**driver.tags_for(settings), **planned.tags})
         start = time.perf_counter()
         outcome = driver.train(settings, run)
@@ -202,6 +212,7 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * settings.batch_size * study.workers)}
     start = time.perf_counter()
     metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol))
+    metrics.update(summary_metrics(matrix_columns, planned, metrics))
     store.log_metrics(client, run_id, metrics, step=0)
     client.set_tag(run_id, "eval.protocol", study.protocol)
     client.set_tag(run_id, "eval.tasks", ",".join(tasks))
