@@ -15,6 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from skipview.platform.errors import one_line
+
 ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
 BaselineOpt = Annotated[Optional[str], typer.Option(
     "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average) or 'wr' (average "
@@ -25,7 +27,7 @@ PcCorpusOpt = Annotated[Optional[Path], typer.Option(
     "--pc-corpus", help="For --baseline wr: fit the component once on a sample of this prepared corpus; "
                         "default: fit it on each task's sentences (as the modified SentEval did).")]
 SentevalOpt = Annotated[Optional[Path], typer.Option(
-    "--senteval-dir", envvar="SKIPVIEW_SENTEVAL_DIR",
+    "--senteval-dir", envvar="SKIPVIEW_SENTEVAL_DIR", exists=True, file_okay=False,
     help="SentEval's data/downstream folder (holds STS/, SICK/, MR/, ...).")]
 
 
@@ -99,7 +101,7 @@ def evaluate(
     try:
         result = run(encoder, names, senteval_dir, proto, progress=True)
     except (FileNotFoundError, KeyError, ValueError) as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     result["encoder"] = _encoder_name(model, baseline)
     if baseline == "wr":
         result["pc_source"] = encoder.pc_source
@@ -156,7 +158,7 @@ def neighbours_words(
     try:
         found = word_neighbours(Vocab.load(vocab).words, np.load(matrix, mmap_mode="r"), queries, k)
     except KeyError as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     for query, words in found.items():
         typer.echo(f"{query}: " + ", ".join(f"{w} ({s:.2f})" for w, s in words))
 

@@ -65,6 +65,15 @@ def objective_config(settings: TrainSettings) -> dict[str, Any]:
     return parse_config(settings.objective, settings.objective_settings).model_dump(mode="json")
 
 
+def check_inputs(settings: TrainSettings) -> None:
+    """Fail on the driver, before any Ray process starts, on what every worker would otherwise fail on (and Ray
+    would retry): the objective's settings and the prepared corpus."""
+    from skipview.models.corpus import PreparedCorpus
+
+    objective_config(settings)
+    PreparedCorpus(settings.corpus)
+
+
 def tags_for(settings: TrainSettings) -> dict[str, str]:
     from skipview.platform.tracking.lineage import lineage_tags
 

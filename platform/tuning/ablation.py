@@ -84,6 +84,19 @@ def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
                                    "seed": seed})
 
 
+def check_objective_settings(matrix: Matrix, base: TrainSettings, references: bool) -> None:
+    """A base objective setting that no trained cell's objective has is a typo (``hidden_sise``), not a setting
+    ``cell_settings`` may quietly leave out."""
+    from skipview.models import registry
+
+    trained = [c for c in [*matrix.cells, *(matrix.references if references else [])] if c.objective]
+    known = {key for c in trained for key in registry.config_class(c.objective).model_fields}
+    unknown = sorted(set(base.objective_settings) - known)
+    if unknown:
+        raise ValueError(f"objective_settings: {', '.join(unknown)} is a setting of none of the matrix's objectives "
+                         f"(known: {', '.join(sorted(known))})")
+
+
 def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:
     """The tasks whose files are in ``senteval_dir``; a task with a malformed file is an error, not skipped."""
     from skipview.platform.evaluation.datasets import TaskDataError, load_task
