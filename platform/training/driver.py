@@ -192,8 +192,11 @@ def copy_model(checkpoint, output: Path) -> Path:
 
 
 def write_metrics(outcome: Outcome, path: Path) -> None:
-    record = {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id,
-              "checkpoint": outcome.checkpoint_path, "metrics": outcome.metrics}
+    from skipview.platform.tracking.lineage import portable_path
+
+    checkpoint = portable_path(outcome.checkpoint_path) if outcome.checkpoint_path else None
+    record = {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id, "checkpoint": checkpoint,
+              "metrics": outcome.metrics}
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
