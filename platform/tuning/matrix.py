@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from skipview.models.registry import ObjectiveName
 from skipview.platform.tuning.yaml_source import load_model
 
 DEFAULT_MATRIX = Path(__file__).with_name("ablation.yaml")
@@ -55,7 +56,7 @@ class _Strict(BaseModel):
 
 class Cell(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
-    objective: Literal["gen", "disc", "skipthought"] | None = None
+    objective: ObjectiveName | None = None
     baseline: Literal["avg", "wr"] | None = None
     combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
     settings: dict[str, Any] = {}
