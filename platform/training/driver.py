@@ -23,7 +23,7 @@ from skipview.models.directories import swap_in
 from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.training.loop import DIVERGED_TAG, Diverged, train_loop_per_worker
+from skipview.platform.training.loop import Diverged, train_loop_per_worker
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -97,6 +97,8 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     import ray.train
     from ray.train.torch import TorchTrainer
 
+    from skipview.platform.training.divergence import FailOnDivergence
+
     score = {"checkpoint_score_attribute": "sts14", "checkpoint_score_order": "max"} if settings.senteval_dir else {}
     return TorchTrainer(
         train_loop_per_worker,
@@ -106,7 +108,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
             resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
                                                                   if run.gpus_per_worker else {})}),
         run_config=ray.train.RunConfig(
-            name=run.name, storage_path=storage_root(run.storage), callbacks=callbacks,
+            name=run.name, storage_path=storage_root(run.storage), callbacks=[FailOnDivergence(), *(callbacks or [])],
             # Without a score Ray keeps the most recent ones; with it the best by STS14 plus always the latest.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=run.keep_checkpoints, **score),
             failure_config=ray.train.FailureConfig(max_failures=run.max_failures)),
@@ -160,17 +162,22 @@ class Outcome:
 def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None = None) -> Outcome:
     from skipview.platform.tracking import store
 
+    import ray.train
+
+    from skipview.platform.training.divergence import diverged
+
     uri = run.tracking_uri or store.tracking_uri()
     trainer = build_trainer(settings, run, tracking_uri=uri, callbacks=callbacks)
-    result = trainer.fit()
+    try:
+        result = trainer.fit()
+    except ray.train.TrainingFailedError as error:
+        found = diverged(error)
+        if found is None:
+            raise
+        latest = ray.train.Result.from_path(run_key(run)).checkpoint
+        raise Diverged(f"run {run.name}: {found}; last good checkpoint: {latest.path if latest else 'none'}") from None
     client = store.client(uri)
     run_id = store.find_run(client, run.experiment, run_key(run))
-    if run_id is not None:
-        tags = client.get_run(run_id).data.tags
-        if DIVERGED_TAG in tags:
-            kept = result.checkpoint.path if result.checkpoint else "none"
-            raise Diverged(f"run {run.name}: {tags.get('skipview.failure', 'loss not finite')}; "
-                           f"last good checkpoint: {kept}")
     model_dir = None
     if run.output is not None and result.checkpoint is not None:
         model_dir = copy_model(result.checkpoint, Path(run.output))

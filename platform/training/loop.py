@@ -190,7 +190,6 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             # With fp16 an infinite gradient is an overflow the grad scaler skips, not a divergence.
             if not math.isfinite(loss_value) or (scaler is None and not math.isfinite(grad_value)):
                 stop_diverged(tracker, progress.step + 1, loss_value, grad_value)
-                return
             if scaler:
                 scaler.step(optimizer)
                 scaler.update()
@@ -293,12 +292,14 @@ def log_step(tracker: Tracker, window: dict, out, loss: float, grad_norm: float,
 
 
 def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) -> None:
-    """Every rank stops (the gradient norm that decides it is shared); the last good checkpoint stays the latest."""
+    """Every rank stops (the gradient norm that decides it is shared) by raising ``Diverged``: the run fails for Ray
+    (``divergence.FailOnDivergence`` keeps Ray from restarting it) and the last good checkpoint stays the latest."""
     message = f"non-finite training at step {step}: loss={loss}, gradient norm={grad_norm}"
     log.error("%s; stopping, the last good checkpoint is kept", message)
     tracker.tag(DIVERGED_TAG, str(step))
     tracker.tag("skipview.failure", message)
     tracker.finish("FAILED")
+    raise Diverged(message)
 
 
 def evaluate_sts14(built, settings: TrainSettings) -> float:

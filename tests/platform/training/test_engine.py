@@ -2,7 +2,8 @@
 
 One reference run is compared with runs that lose a worker mid-run (an exception, then a SIGKILL of the worker
 process): each must finish from its last checkpoint with exactly the reference's final parameters, and MLflow
-must hold one run whose step metrics continue. A NaN on one rank must stop every rank with the step named.
+must hold one run whose step metrics continue. A NaN on one rank must stop every rank with the step named, and
+fail the run for Ray without restarts.
 """
 
 from __future__ import annotations
