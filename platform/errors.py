@@ -41,4 +41,5 @@ def one_line(error: BaseException) -> str:
         return f"{error.filename}: {error.strerror.lower()}"
     if isinstance(error, KeyError) and error.args:          # str(KeyError) is the repr of its message
         return " ".join(str(error.args[0]).split())
-    return " ".join(str(error).split()) or type(error).__name__
+    lines = [" ".join(line.split()) for line in str(error).splitlines() if line.strip()]
+    return "; ".join(lines) or type(error).__name__        # a multi-line message (one problem a line) as one line

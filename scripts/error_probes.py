@@ -1,7 +1,8 @@
 """Run every `skipview` command with a wrong path, a wrong key, a wrong value and a missing file; record what the
 user sees (exit status, line count, the output) as JSON, and render two such records side by side as Markdown.
 
-    python scripts/error_probes.py run OUT.json            # probes the skipview importable by this Python
+    python scripts/error_probes.py run OUT.json [TITLE]    # probes the skipview importable by this Python
+                                                           # (TITLE: only probes whose title contains it)
     python scripts/error_probes.py render BEFORE.json AFTER.json reports/errors_before_after.md
 
 The probes build their own small inputs (a synthetic prepared corpus from tests/prepared_data.py, a search space
@@ -53,7 +54,7 @@ def probes(f: dict[str, str]) -> list[tuple[str, list[str]]]:
                                        "--tasks", "sts99"]),
         ("evaluate: missing SentEval directory", ["evaluate", "--baseline", "avg", "--wordvecs", f["wordvecs"],
                                                   "--senteval-dir", f"{f['root']}/nope", "--tasks", "sts14"]),
-        ("neighbours: missing word-vector directory", ["neighbours", "words", "--wordvecs", f"{f['root']}/nope"]),
+        ("neighbours: missing word-vector directory", ["neighbours", "words", "w1", "--wordvecs", f"{f['root']}/nope"]),
         ("data prepare: missing input", ["data", "prepare", f"{f['root']}/nope", f"{f['root']}/out"]),
         ("data wordvecs: not a prepared corpus", ["data", "wordvecs", f"{f['root']}/empty", f"{f['root']}/wv"]),
         ("data fetch: unknown source", ["data", "fetch", "nosuch://x", f"{f['root']}/fetched"]),
@@ -71,7 +72,9 @@ def probes(f: dict[str, str]) -> list[tuple[str, list[str]]]:
     ]
 
 
-def run(out: Path) -> None:
+def run(out: Path, only: str | None = None) -> None:
+    """Run every probe, or with ``only`` the probes whose title contains it, replacing their records in ``out``."""
+    kept = [r for r in json.loads(out.read_text()) if only not in r["probe"]] if only and out.exists() else []
     records = []
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -79,12 +82,16 @@ def run(out: Path) -> None:
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db", "COLUMNS": "120"}
         env.pop("RAY_ADDRESS", None)
         for title, args in probes(f):
+            if only and only not in title:
+                continue
             done = subprocess.run([sys.executable, "-m", "skipview.platform.cli", *args], cwd=root, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
             text = done.stdout.replace(scratch, "$TMP")
             records.append({"probe": title, "command": "skipview " + " ".join(args).replace(scratch, "$TMP"),
                             "exit": done.returncode, "lines": len(text.splitlines()), "output": text})
             print(f"{done.returncode:4d} {len(text.splitlines()):5d}  {title}", flush=True)
+    order = [title for title, _ in probes(f)]
+    records = sorted(kept + records, key=lambda r: order.index(r["probe"]) if r["probe"] in order else len(order))
     out.write_text(json.dumps(records, indent=1) + "\n")
 
 
@@ -114,8 +121,8 @@ def render(before: Path, after: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["run"] and len(sys.argv) == 3:
-        run(Path(sys.argv[2]))
+    if sys.argv[1:2] == ["run"] and len(sys.argv) in (3, 4):
+        run(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) == 4 else None)
     elif sys.argv[1:2] == ["render"] and len(sys.argv) == 5:
         render(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
     else:
