@@ -1,4 +1,4 @@
-"""Prepared corpora (the ``skipview data prepare`` layout, DESIGN.md section 2) and aligned word vectors written
+"""Prepared corpora (the ``skipview data prepare`` layout, ARCHITECTURE.md section 2) and aligned word vectors written
 directly by the tests, so model and engine tests need no raw corpus."""
 
 from __future__ import annotations
