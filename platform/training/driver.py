@@ -38,6 +38,13 @@ def storage_root(storage: str) -> str:
     return storage if is_uri(storage) else str(Path(storage).expanduser().resolve())
 
 
+def local_root(storage: str) -> Path:
+    """Where this driver keeps the local outputs of runs stored under ``storage`` (model directories a study loads
+    again, a search's best settings): the storage itself when it is a local path. A URI (``s3://bucket/runs``) is no
+    local folder, and ``Path`` would turn it into one named ``s3:``; its local outputs go to ``./runs``."""
+    return Path("runs").resolve() if is_uri(storage) else Path(storage_root(storage))
+
+
 def run_key(run: RunSettings) -> str:
     return f"{storage_root(run.storage).rstrip('/')}/{run.name}"
 
@@ -49,7 +56,17 @@ def new_run_name(settings: TrainSettings) -> str:
 
 
 def latest_run_name(storage: str, prefix: str) -> str | None:
-    """The most recently modified run directory under a local ``storage`` whose name starts with ``prefix``."""
+    """The latest run under ``storage`` whose name starts with ``prefix``: the most recently modified directory of a
+    local storage; on object storage (whose "directories" have no modification time) the last by name, which for
+    ``new_run_name``'s names is the newest timestamp."""
+    if is_uri(storage):
+        import pyarrow.fs
+
+        fs, root = pyarrow.fs.FileSystem.from_uri(storage)
+        found = fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
+        names = [info.base_name for info in found
+                 if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(prefix)]
+        return max(names) if names else None
     root = Path(storage_root(storage))
     runs = [p for p in root.glob(f"{prefix}*") if p.is_dir()] if root.is_dir() else []
     return max(runs, key=lambda p: p.stat().st_mtime).name if runs else None

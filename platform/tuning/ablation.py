@@ -155,7 +155,7 @@ def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
     return RunSettings(name=f"{study.name}-{name}", storage=study.storage, workers=study.workers,
                        cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
                        experiment=study.experiment, tracking_uri=study.tracking_uri,
-                       output=str(Path(driver.storage_root(study.storage)) / study.name / "models" / name))
+                       output=str(driver.local_root(study.storage) / study.name / "models" / name))
 
 
 def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:

@@ -37,7 +37,8 @@ def tune(
     name: Optional[str] = typer.Option(None, help="search name; an existing search of this name is resumed"),
     experiment: str = typer.Option("tune", help="MLflow experiment of the search"),
     best_config: Optional[Path] = typer.Option(None, help="where to write the best settings "
-                                                          "(default: STORAGE/NAME/best_config.yaml)"),
+                                                          "(default: STORAGE/NAME/best_config.yaml; ./runs/NAME/ when "
+                                                          "STORAGE is a URI)"),
 ) -> None:
     """Search hyperparameters against STS14: Optuna TPE proposes, ASHA stops weak trials early.
 
