@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 DIVERGED_TAG = "skipview.diverged_at_step"
 CORRUPT_TAG = "skipview.skipped_corrupt_checkpoints"
+NODES_TAG = "skipview.worker_nodes"
 
 
 class Diverged(RuntimeError):
@@ -105,6 +106,7 @@ class Tracker:
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
+    import ray
     import ray.train
     import ray.train.torch
 
@@ -143,6 +145,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         log.info("rank %d resumed at step %d (epoch %d, batch %d) from %s", rank, progress.step, progress.epoch,
                  progress.batch, restored.path)
     tracker = Tracker(config, rank, run_id)
+    # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run
+    tracker.tag(NODES_TAG, " ".join(gathered(ray.get_runtime_context().get_node_id(), world_size)))
     if skipped:
         # the warning is in the worker's log; the tag puts it where a cluster user looks first
         tracker.tag(CORRUPT_TAG, " | ".join(skipped))
@@ -217,11 +221,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             progress.batch = 0
 
     digest = parameters_digest(objective)
-    digests = [None] * world_size
-    if dist.is_available() and dist.is_initialized():
-        dist.all_gather_object(digests, digest)
-    else:
-        digests = [digest]
+    digests = gathered(digest, world_size)
     replicas_equal = all(d == digests[0] for d in digests)
     tracker.tag("ddp_parameters_equal", str(replicas_equal))
     tracker.tag("ddp_parameters_digests", " ".join(repr(d) for d in digests))     # one per rank, rank order
@@ -244,6 +244,15 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         log_model(tracker, config, model_dir)
     report(final, final_model=model_dir)
     tracker.finish("FINISHED")
+
+
+def gathered(value: Any, world_size: int) -> list[Any]:
+    """``value`` of every rank, in rank order (a collective: every rank calls it)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return [value]
+    values = [None] * world_size
+    dist.all_gather_object(values, value)
+    return values
 
 
 def checkpoints_newest_first(latest):
