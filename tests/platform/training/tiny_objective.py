@@ -82,5 +82,19 @@ class TinyObjective(Objective):
         return SentenceEncoder({"g": view}, vocab, tokenizer, self.word_vectors.cpu(), max_len=30)
 
 
+def _record_placement(folder: Path) -> None:
+    """Which node and scratch folder this worker process runs on (one file per process: a restart adds one)."""
+    import json
+    import tempfile
+
+    import ray
+
+    record = {"rank": _rank(), "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
+              "scratch": tempfile.gettempdir()}
+    (folder / f"rank{record['rank']}-pid{record['pid']}.json").write_text(json.dumps(record))
+
+
 def build(settings: dict, *, vocab, word_vectors) -> TinyObjective:
+    if settings.get("placement_dir"):
+        _record_placement(Path(settings["placement_dir"]))
     return TinyObjective(dict(settings), vocab, word_vectors)
