@@ -184,7 +184,10 @@ def test_two_node_training_survives_a_killed_worker_through_the_object_store(
     assert {int(step) for _, step, _ in resumed} == {CHECKPOINT_EVERY}
     assert all(path.startswith(f"{BUCKET}/runs/multinode/checkpoint_") for _, _, path in resumed)
     assert "runs/multinode/checkpoint_manager_snapshot.json" in keys
-    checkpoint_files = {k.split("/", 3)[3] for k in keys if "/checkpoint_" in k}
+    # files inside runs/multinode/checkpoint_*/ (the store also lists each folder itself, ending in "/", and the
+    # run's checkpoint_manager_snapshot.json)
+    parts = [k.split("/", 3) for k in keys]
+    checkpoint_files = {p[3] for p in parts if len(p) == 4 and p[2].startswith("checkpoint_") and p[3]}
     assert {"state.pt", "rng-rank0.pt", "rng-rank1.pt", "model/config.json"} <= checkpoint_files
 
     record = json.loads((tmp_path / "metrics.json").read_text())
