@@ -62,8 +62,12 @@ def main() -> None:
                             **{f"median_{k}": statistics.median(v) for k, v in per_step.items()}})
             print(json.dumps(results[-1]))
         ray.shutdown()
+    from skipview.platform.tracking.lineage import data_fingerprint, portable_path
+
+    # the corpus by its place in the repository and its DVC hash, not by this machine's absolute path
     record = {"objective": args.objective, "hidden_size": args.hidden_size, "batch_size_per_worker": args.batch_size,
-              "steps": args.steps, "corpus": args.corpus, "cpu_count": os.cpu_count(), "results": results}
+              "steps": args.steps, "corpus": portable_path(args.corpus), "corpus_hash": data_fingerprint(args.corpus),
+              "cpu_count": os.cpu_count(), "results": results}
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(record, indent=2) + "\n")
 

@@ -12,8 +12,8 @@ tau = exp(log_tau) is trainable, initially 1.
 
 Eq. 3 as printed: the positives are ``|i - j| <= c``, so ``j = i`` is one of them (for two views, the agreement
 of a sentence's own two views, the multi-view term proper), and the denominator runs over a window of N sentences
-with ``n = i`` in it, here the batch. DESIGN.md's ``0 < |i - j| <= c`` differs; the paper is followed
-(models/MULTIVIEW_CHOICES.md, items 6-7). ``self_pairs: false`` trains DESIGN.md's reading instead (j = i is no
+with ``n = i`` in it, here the batch. The strict reading ``0 < |i - j| <= c`` differs; the paper is followed
+(models/MULTIVIEW_CHOICES.md, items 6-7). ``self_pairs: false`` trains the strict reading instead (j = i is no
 positive, n = i leaves the denominator), so the two can be compared on the same data.
 """
 
@@ -52,7 +52,7 @@ class DiscriminativeConfig(ObjectiveConfig):
     initial_temperature: float = Field(1.0, gt=0)
     learn_temperature: bool = True
     self_pairs: bool = Field(True, description="eq. 3 as printed: j = i is a positive and n = i is in the "
-                                              "denominator; false: DESIGN.md's 0 < |i-j| <= c and n != i")
+                                              "denominator; false: the strict reading, 0 < |i-j| <= c and n != i")
 
 
 def positive_mask(doc_ids: torch.Tensor, window: int, self_pairs: bool = True) -> torch.Tensor:

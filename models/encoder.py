@@ -15,7 +15,6 @@ model reads fixed word vectors), ``postprocessing.safetensors`` (components, key
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +28,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from skipview.models.batching import Sentences
+from skipview.models.directories import swap_in
 from skipview.models.pca import SecondMoment, remove_component
 from skipview.models.text import Tokenizer
 from skipview.models.views import MODES, Mode, View, build_view
@@ -199,9 +199,7 @@ class SentenceEncoder(nn.Module):
             if self.word_vectors is not None:
                 np.save(staging / WORD_VECTORS, self.word_vectors.cpu().numpy())
             save_file({k: v.cpu() for k, v in self.postprocessing.state().items()} or {}, staging / POSTPROCESSING)
-            if directory.exists():
-                shutil.rmtree(directory)
-            os.replace(staging, directory)
+            swap_in(staging, directory)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

@@ -15,9 +15,10 @@ import copy
 import importlib
 import importlib.util
 from collections.abc import Callable
+from typing import Annotated
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from skipview.models.objective import Objective
 from skipview.models.vocab import Vocab
@@ -60,6 +61,17 @@ def _entry(name: str) -> tuple[type[ObjectiveConfig], type[Objective]]:
     if name not in _REGISTRY:
         raise ValueError(f"unknown objective {name!r}; known objectives: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
+
+
+def registered_objective(name: str) -> str:
+    """``name`` if an objective of that name is registered, else a ValueError listing the known ones. The one
+    list of objectives is this registry: search spaces and the ablation matrix validate their names with this."""
+    _entry(name)
+    return name
+
+
+# An objective name field of a settings file (search space, ablation matrix): validated against this registry.
+ObjectiveName = Annotated[str, AfterValidator(registered_objective)]
 
 
 def config_class(name: str) -> type[ObjectiveConfig]:

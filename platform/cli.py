@@ -1,11 +1,22 @@
 """The ``skipview`` command. Each area of the platform registers its own sub-commands here.
 
 Heavy imports (torch, ray, mlflow) happen inside the commands, so ``skipview --help`` answers at once.
+
+Errors: a usage error (a bad option, a path that does not exist) and a user error (``platform/errors.py``) print
+one line, ``error: ...``, and exit non-zero (2 for usage, 1 otherwise); ``skipview --debug COMMAND ...`` prints the
+traceback instead. Other exceptions are bugs and always keep their traceback.
 """
 
 from __future__ import annotations
 
+import sys
+
 import typer
+
+try:                                    # typer >= 0.2x carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:
+    from click import exceptions as click_errors
 
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
@@ -28,9 +39,43 @@ app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknow
 app.command("tune")(tuning_cli.tune)
 app.command("ablation")(tuning_cli.ablation)
 
+_options = {"debug": False}
+
+
+@app.callback()
+def options(debug: bool = typer.Option(False, "--debug", help="on an error, print the full traceback")) -> None:
+    _options["debug"] = debug
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: this process's) and return its exit status."""
+    from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
+
+    _options["debug"] = False
+    try:
+        result = app(args=argv, prog_name="skipview", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as shown:
+        typer.echo(shown.format_message())
+        return shown.exit_code
+    except click_errors.ClickException as error:
+        command = error.ctx.command_path if getattr(error, "ctx", None) is not None else None
+        where = f"{command}: " if command else ""
+        hint = f" (see {command} --help)" if command and isinstance(error, click_errors.UsageError) else ""
+        typer.echo(f"error: {where}{' '.join(error.format_message().split())}{hint}", err=True)
+        return error.exit_code
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    except Exception as error:
+        if _options["debug"] or not isinstance(error, user_error_types()):
+            raise
+        typer.echo(f"error: {one_line(error)} {DEBUG_HINT}", err=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
 
 def main() -> None:
-    app()
+    sys.exit(run())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Prepared corpora (the ``skipview data prepare`` layout, DESIGN.md section 2) and aligned word vectors written
+"""Prepared corpora (the ``skipview data prepare`` layout, ARCHITECTURE.md section 2) and aligned word vectors written
 directly by the tests, so model and engine tests need no raw corpus."""
 
 from __future__ import annotations
@@ -66,3 +66,25 @@ def write_training_data(root: Path, *, documents: int = 20, sentences_per_doc: i
     vocab.save(wordvecs / "vocab.tsv")
     (wordvecs / "meta.json").write_text(json.dumps({"dim": dim, "tokenizer": Tokenizer().to_dict()}))
     return corpus, wordvecs
+
+
+def write_toy_sts14(root: Path) -> Path:
+    """STS14's six subsets in SentEval's layout under ``root``, over the toy vocabulary of ``write_training_data``
+    (the real STS14 words are all out of it, which would give constant zero vectors and no correlation); gold =
+    5 x word overlap (Jaccard), so scores vary."""
+    from skipview.platform.evaluation.datasets import STS_SUBSETS
+
+    folder, subsets = STS_SUBSETS["sts14"]
+    rng = np.random.default_rng(0)
+    (root / "STS" / folder).mkdir(parents=True)
+    for subset in subsets:
+        pairs, gold = [], []
+        for _ in range(40):
+            a = set(rng.integers(0, 60, size=int(rng.integers(3, 8))))
+            b = set(rng.choice(sorted(a), size=int(rng.integers(0, len(a) + 1)), replace=False))
+            b |= set(rng.integers(0, 60, size=int(rng.integers(1, 5))))
+            pairs.append(" ".join(f"w{i}" for i in sorted(a)) + "\t" + " ".join(f"w{i}" for i in sorted(b)))
+            gold.append(f"{5 * len(a & b) / len(a | b):.3f}")
+        (root / "STS" / folder / f"STS.input.{subset}.txt").write_text("\n".join(pairs) + "\n")
+        (root / "STS" / folder / f"STS.gs.{subset}.txt").write_text("\n".join(gold) + "\n")
+    return root

@@ -2,7 +2,7 @@
 
 For each tuple (s_{i-1}, s_i, s_{i+1}) the loss is the negative of eq. 10: the next- and previous-sentence
 log-likelihoods under teacher forcing, each summed over the sentence's words and ``<eos>``; then averaged
-over the examples of the batch (DESIGN: every loss is per example, so learning rates do not depend on the
+over the examples of the batch (ARCHITECTURE.md section 3: every loss is per example, so learning rates do not depend on the
 batch size). Metrics are 0-d tensors computed without host syncs: token counts come from the host lengths.
 
 After training, ``sentence_encoder`` exports the encoder as a ``SentenceEncoder`` whose embedding table is

@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from skipview.platform.errors import one_line
+
 
 def submit(
     ctx: typer.Context,
@@ -29,7 +31,7 @@ def submit(
     try:
         _, status = submit_job(list(ctx.args), address=address, env=variables, wait=wait, echo=typer.echo)
     except ValueError as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     except AuthenticationError as error:                  # no token, or the wrong one: say so, no traceback
         typer.echo(f"error: {address or 'the cluster'} refused this client: {error.message}", err=True)
         raise typer.Exit(1) from error

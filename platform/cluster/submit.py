@@ -21,6 +21,7 @@ from pathlib import Path
 from skipview.platform.cluster.package import stage_package
 
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+AGENT_WAIT_S = 120          # how long a job waits for the job agent of a head that is still starting
 
 
 def entrypoint(command: list[str]) -> str:
@@ -43,7 +44,16 @@ def submit(command: list[str], *, address: str | None, env: dict[str, str] | Non
         package = stage_package(Path(scratch))
         runtime_env = {"py_modules": [str(package)],
                        "env_vars": {"SKIPVIEW_GIT_COMMIT": git_commit(), **(env or {})}}
-        job_id = client.submit_job(entrypoint=entrypoint(command), runtime_env=runtime_env)
+        deadline = time.monotonic() + AGENT_WAIT_S
+        while True:
+            try:
+                job_id = client.submit_job(entrypoint=entrypoint(command), runtime_env=runtime_env)
+                break
+            except RuntimeError as error:
+                # a head that has just started answers before its job agent is up ("please try again later")
+                if "No available agent" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(poll_s)
     echo(f"submitted job {job_id}")
     if not wait:
         return job_id, "PENDING"

@@ -1,4 +1,4 @@
-"""``skipview data prepare``: raw corpus -> prepared-corpus directory (DESIGN.md section 2).
+"""``skipview data prepare``: raw corpus -> prepared-corpus directory (ARCHITECTURE.md section 2).
 
 One streaming pass, in three steps:
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from skipview.models.directories import swap_in
+
 
 class OutputExistsError(FileExistsError):
     pass
@@ -32,11 +34,5 @@ def staged_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    # Keep the old output until the new one is complete, then swap: at every instant `out` is whole or absent.
-    if out.exists():
-        retired = out.parent / f".{out.name}.old-{os.getpid()}"
-        out.rename(retired)
-        partial.rename(out)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        partial.rename(out)
+    # Keep the old output until the new one is complete, then swap: at every instant `out` is the old or the new.
+    swap_in(partial, out)

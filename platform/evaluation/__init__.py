@@ -1,5 +1,5 @@
 """SentEval-compatible evaluation: ``run_tasks`` (flat metrics), ``evaluate`` (metrics + protocol record) and the
-tuning objective ``sts14``. See DESIGN.md section 4."""
+tuning objective ``sts14``. See ARCHITECTURE.md section 4."""
 
 import importlib
 

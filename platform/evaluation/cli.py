@@ -16,6 +16,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from skipview.platform.errors import one_line
+
 ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
 BaselineOpt = Annotated[Optional[str], typer.Option(
     "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average), 'wr' (average with "
@@ -26,7 +28,7 @@ WordvecsOpt = Annotated[Optional[Path], typer.Option(
 PcCorpusOpt = Annotated[Optional[Path], typer.Option(
     "--pc-corpus", help="Prepared corpus to sample sentences from for a baseline's --component-fit corpus.")]
 SentevalOpt = Annotated[Optional[Path], typer.Option(
-    "--senteval-dir", envvar="SKIPVIEW_SENTEVAL_DIR",
+    "--senteval-dir", envvar="SKIPVIEW_SENTEVAL_DIR", exists=True, file_okay=False,
     help="SentEval's data/downstream folder (holds STS/, SICK/, MR/, ...).")]
 
 
@@ -132,7 +134,7 @@ def evaluate(
     try:
         result = run(encoder, names, senteval_dir, proto, progress=True)
     except (FileNotFoundError, KeyError, ValueError) as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     result["encoder"] = _encoder_name(model, baseline)
     result["component_fit"] = encoder.component_fit      # None: the encoder removes no component (avg)
     if model is not None:
@@ -192,7 +194,7 @@ def neighbours_words(
     try:
         found = word_neighbours(Vocab.load(vocab).words, np.load(matrix, mmap_mode="r"), queries, k)
     except KeyError as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     for query, words in found.items():
         typer.echo(f"{query}: " + ", ".join(f"{w} ({s:.2f})" for w, s in words))
 

@@ -63,6 +63,22 @@ def data_fingerprint(path: str | Path) -> str:
     return "untracked"
 
 
+def repository_root(path: Path) -> Path | None:
+    """The nearest folder above ``path`` that is a git or DVC repository."""
+    return next((folder for folder in path.parents if (folder / ".git").exists() or (folder / ".dvc").is_dir()), None)
+
+
+def portable_path(path: str | Path) -> str:
+    """``path`` as a record committed to the repository should hold it: relative to the repository it lies in
+    (``runs/disc-.../checkpoint_...``), so the record does not carry the absolute paths of the machine that wrote
+    it. A URI (``s3://...``) and a path outside any repository are kept as given."""
+    if "://" in str(path):
+        return str(path)
+    resolved = Path(path).expanduser().resolve()
+    root = repository_root(resolved)
+    return resolved.relative_to(root).as_posix() if root is not None else str(path)
+
+
 def lineage_tags(corpus: str | Path, wordvecs: str | Path | None) -> dict[str, str]:
     tags = {"git_commit": git_commit(), "corpus.path": str(Path(corpus).resolve()),
             "corpus.hash": data_fingerprint(corpus)}

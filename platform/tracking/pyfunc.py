@@ -2,7 +2,7 @@
 
 Why pyfunc and not ``mlflow.pytorch``: MLflow 3's default PyTorch format (``pt2``, torch.export) freezes the
 traced sequence length, and a sentence encoder must take sentences of any length. The pyfunc wraps the model
-directory (DESIGN.md section 2) as an artifact and calls ``SentenceEncoder.encode``, so ``mlflow models serve``
+directory (ARCHITECTURE.md section 2) as an artifact and calls ``SentenceEncoder.encode``, so ``mlflow models serve``
 answers ``{"dataframe_records": [{"sentence": "..."}]}`` with one embedding per sentence.
 
 The skipview sources travel inside the logged model (``code_paths``): a served model needs no skipview install.

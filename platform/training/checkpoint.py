@@ -5,10 +5,17 @@ MLflow run id, best STS14). Every rank writes its own RNG states (``rng-rank<r>.
 all workers into one checkpoint directory, and restoring each rank's generators is what makes a resumed CPU run
 bit-identical to an uninterrupted one. Files are written aside and renamed, and Ray registers a checkpoint only
 once every worker's upload finished, so a crash never leaves a half-written checkpoint behind.
+
+Checkpoints live on shared storage, so they are read with ``weights_only=True``: unpickling a file someone else
+could write must not run code. The only non-tensor objects they hold are NumPy's RNG state (an ``ndarray`` of
+``uint32``), allow-listed below. Storage can still hand back a damaged file (a truncated upload, a bad disk), so
+``restore`` walks the registered checkpoints newest first and takes the first one whose every file loads, with a
+warning naming each one it skipped: a run loses the steps since the previous checkpoint, not the run.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from dataclasses import asdict, dataclass
@@ -18,8 +25,18 @@ from typing import Any
 import numpy as np
 import torch
 
+log = logging.getLogger(__name__)
+
 STATE_FILE = "state.pt"
 MODEL_DIR = "model"
+RNG_GLOB = "rng-rank*.pt"
+# What np.random.get_state() pickles besides plain tuples and ints: the array's reconstructor (its module moved
+# between NumPy 1 and 2, so it is taken from an array rather than imported by name), the array and dtype classes.
+SAFE_GLOBALS = [np.zeros(1).__reduce__()[0], np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+
+
+class CorruptCheckpoint(RuntimeError):
+    """A checkpoint file is missing or cannot be loaded (truncated, damaged, or not a plain-data checkpoint)."""
 
 
 @dataclass
@@ -65,21 +82,64 @@ def write(directory: Path, *, rank: int, progress: Progress, model: torch.nn.Mod
                       "mlflow_run_id": mlflow_run_id}, directory / STATE_FILE)
 
 
-def read(directory: Path, *, rank: int, model: torch.nn.Module, optimizer, scheduler, scaler,
-         map_location: torch.device) -> tuple[Progress, str | None, bool]:
-    """Loads the state into the given objects; returns (progress, mlflow run id, whether this rank's RNG states
-    were found — they are not when the run is resumed with more workers than it was saved with)."""
+def _load(path: Path, map_location: torch.device | None = None) -> Any:
+    try:
+        with torch.serialization.safe_globals(SAFE_GLOBALS):
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:          # torch raises RuntimeError, EOFError, UnpicklingError, ... for bad files
+        first_line = (str(error).splitlines() or [""])[0]       # torch's weights-only errors run to a page
+        raise CorruptCheckpoint(f"{path}: {type(error).__name__}: {first_line}") from error
+
+
+def load(directory: Path, *, rank: int, map_location: torch.device) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The training state and this rank's RNG states (None when the checkpoint has none for this rank).
+
+    Every file of the checkpoint is loaded, not only this rank's: each rank then reaches the same verdict on the
+    same checkpoint, so all ranks fall back together instead of resuming from different steps."""
     state_path = directory / STATE_FILE
     if not state_path.is_file():
-        raise FileNotFoundError(f"{directory}: checkpoint has no {STATE_FILE}")
-    # weights_only=False: the file holds optimiser state and Python RNG tuples this code wrote itself.
-    state = torch.load(state_path, map_location=map_location, weights_only=False)
+        raise CorruptCheckpoint(f"{directory}: checkpoint has no {STATE_FILE}")
+    state = _load(state_path, map_location)
+    missing = {"progress", "model", "optimizer", "scheduler", "scaler", "mlflow_run_id"} - set(state)
+    if missing:
+        raise CorruptCheckpoint(f"{state_path}: no {', '.join(sorted(missing))} in it")
+    rng = {path.name: _load(path) for path in sorted(directory.glob(RNG_GLOB))}
+    return state, rng.get(rng_file(rank))
+
+
+def apply(state: dict[str, Any], rng: dict[str, Any] | None, *, model: torch.nn.Module, optimizer, scheduler,
+          scaler) -> tuple[Progress, str | None, bool]:
+    """Loads the state into the given objects; returns (progress, mlflow run id, whether this rank's RNG states
+    were found — they are not when the run is resumed with more workers than it was saved with)."""
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     if scaler is not None and state["scaler"] is not None:
         scaler.load_state_dict(state["scaler"])
-    rng_path = directory / rng_file(rank)
-    if rng_path.is_file():
-        set_rng_states(torch.load(rng_path, weights_only=False))
-    return Progress(**state["progress"]), state["mlflow_run_id"], rng_path.is_file()
+    if rng is not None:
+        set_rng_states(rng)
+    return Progress(**state["progress"]), state["mlflow_run_id"], rng is not None
+
+
+def read(directory: Path, *, rank: int, model: torch.nn.Module, optimizer, scheduler, scaler,
+         map_location: torch.device) -> tuple[Progress, str | None, bool]:
+    state, rng = load(directory, rank=rank, map_location=map_location)
+    return apply(state, rng, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler)
+
+
+def restore(candidates: list, *, rank: int, map_location: torch.device
+            ) -> tuple[Any, dict[str, Any], dict[str, Any] | None, list[str]]:
+    """The first of ``candidates`` (Ray ``Checkpoint`` objects, newest first) whose files all load: returns it,
+    its training state, this rank's RNG states and one line per checkpoint skipped as corrupt."""
+    skipped = []
+    for checkpoint in candidates:
+        with checkpoint.as_directory() as directory:
+            try:
+                state, rng = load(Path(directory), rank=rank, map_location=map_location)
+            except CorruptCheckpoint as error:
+                log.warning("rank %d: checkpoint %s cannot be loaded, falling back to the previous one (%s)",
+                            rank, checkpoint.path, error)
+                skipped.append(f"{checkpoint.path}: {error}")
+                continue
+        return checkpoint, state, rng, skipped
+    raise CorruptCheckpoint("no registered checkpoint of this run can be loaded: " + "; ".join(skipped))

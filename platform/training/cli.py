@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from skipview.platform.errors import one_line
+
 def train(
     objective: str = typer.Option(..., help="disc | gen | skipthought (or module:factory)"),
     corpus: Path = typer.Option(..., exists=True, file_okay=False, help="prepared corpus directory"),
@@ -43,8 +45,9 @@ def train(
             "senteval_dir": str(senteval_dir.resolve()) if senteval_dir else None}
     try:
         settings = load_settings(config, base, set_)
+        driver.check_inputs(settings)
     except ValueError as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     if name is None and resume:
         name = driver.latest_run_name(storage, driver.new_run_name(settings).rsplit("-", 2)[0] + "-")
         if name is None:

@@ -60,7 +60,9 @@ class RunSettings(Strict):
     cpus_per_worker: float = Field(1, gt=0)
     gpus_per_worker: float = Field(0, ge=0)
     max_failures: int = Field(2, ge=-1)
-    keep_checkpoints: int = Field(1, ge=1, description="best checkpoints by STS14 kept besides the latest")
+    # Two by default: when the latest checkpoint turns out corrupt, the run falls back to the one before it.
+    keep_checkpoints: int = Field(2, ge=1, description="checkpoints kept: the most recent ones, or with STS14 the "
+                                                       "best by STS14 besides the latest")
     experiment: str = "skipview"
     tracking_uri: str | None = None
     output: str | None = Field(None, description="where the driver writes the final model directory")

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skipview.models.directories import swap_in
+from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.training.loop import DIVERGED_TAG, Diverged, train_loop_per_worker
+from skipview.platform.training.loop import Diverged, train_loop_per_worker
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -36,6 +38,13 @@ def storage_root(storage: str) -> str:
     return storage if is_uri(storage) else str(Path(storage).expanduser().resolve())
 
 
+def local_root(storage: str) -> Path:
+    """Where this driver keeps the local outputs of runs stored under ``storage`` (model directories a study loads
+    again, a search's best settings): the storage itself when it is a local path. A URI (``s3://bucket/runs``) is no
+    local folder, and ``Path`` would turn it into one named ``s3:``; its local outputs go to ``./runs``."""
+    return Path("runs").resolve() if is_uri(storage) else Path(storage_root(storage))
+
+
 def run_key(run: RunSettings) -> str:
     return f"{storage_root(run.storage).rstrip('/')}/{run.name}"
 
@@ -47,7 +56,17 @@ def new_run_name(settings: TrainSettings) -> str:
 
 
 def latest_run_name(storage: str, prefix: str) -> str | None:
-    """The most recently modified run directory under a local ``storage`` whose name starts with ``prefix``."""
+    """The latest run under ``storage`` whose name starts with ``prefix``: the most recently modified directory of a
+    local storage; on object storage (whose "directories" have no modification time) the last by name, which for
+    ``new_run_name``'s names is the newest timestamp."""
+    if is_uri(storage):
+        import pyarrow.fs
+
+        fs, root = pyarrow.fs.FileSystem.from_uri(storage)
+        found = fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
+        names = [info.base_name for info in found
+                 if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(prefix)]
+        return max(names) if names else None
     root = Path(storage_root(storage))
     runs = [p for p in root.glob(f"{prefix}*") if p.is_dir()] if root.is_dir() else []
     return max(runs, key=lambda p: p.stat().st_mtime).name if runs else None
@@ -61,6 +80,15 @@ def objective_config(settings: TrainSettings) -> dict[str, Any]:
     from skipview.models.registry import parse_config
 
     return parse_config(settings.objective, settings.objective_settings).model_dump(mode="json")
+
+
+def check_inputs(settings: TrainSettings) -> None:
+    """Fail on the driver, before any Ray process starts, on what every worker would otherwise fail on (and Ray
+    would retry): the objective's settings and the prepared corpus."""
+    from skipview.models.corpus import PreparedCorpus
+
+    objective_config(settings)
+    PreparedCorpus(settings.corpus)
 
 
 def tags_for(settings: TrainSettings) -> dict[str, str]:
@@ -86,6 +114,8 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     import ray.train
     from ray.train.torch import TorchTrainer
 
+    from skipview.platform.training.divergence import FailOnDivergence
+
     score = {"checkpoint_score_attribute": "sts14", "checkpoint_score_order": "max"} if settings.senteval_dir else {}
     return TorchTrainer(
         train_loop_per_worker,
@@ -95,7 +125,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
             resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
                                                                   if run.gpus_per_worker else {})}),
         run_config=ray.train.RunConfig(
-            name=run.name, storage_path=storage_root(run.storage), callbacks=callbacks,
+            name=run.name, storage_path=storage_root(run.storage), callbacks=[FailOnDivergence(), *(callbacks or [])],
             # Without a score Ray keeps the most recent ones; with it the best by STS14 plus always the latest.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=run.keep_checkpoints, **score),
             failure_config=ray.train.FailureConfig(max_failures=run.max_failures)),
@@ -123,6 +153,7 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    ensure_private_token()          # before ray.init, which would otherwise write it readable by every user
     before = os.environ.get(STATE_API_ENV)
     # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
     os.environ[STATE_API_ENV] = f"http://127.0.0.1:{port}"
@@ -134,11 +165,6 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
             os.environ.pop(STATE_API_ENV)
         else:
             os.environ[STATE_API_ENV] = before
-    # Ray turns token authentication on for a local cluster and writes the token it generates to
-    # ~/.ray/auth_token with the default umask (readable by every user); it is a credential, so keep it private.
-    token = Path.home() / ".ray" / "auth_token"
-    if token.is_file() and token.stat().st_uid == os.getuid():
-        token.chmod(0o600)
 
 
 @dataclass
@@ -153,17 +179,22 @@ class Outcome:
 def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None = None) -> Outcome:
     from skipview.platform.tracking import store
 
+    import ray.train
+
+    from skipview.platform.training.divergence import diverged
+
     uri = run.tracking_uri or store.tracking_uri()
     trainer = build_trainer(settings, run, tracking_uri=uri, callbacks=callbacks)
-    result = trainer.fit()
+    try:
+        result = trainer.fit()
+    except ray.train.TrainingFailedError as error:
+        found = diverged(error)
+        if found is None:
+            raise
+        latest = ray.train.Result.from_path(run_key(run)).checkpoint
+        raise Diverged(f"run {run.name}: {found}; last good checkpoint: {latest.path if latest else 'none'}") from None
     client = store.client(uri)
     run_id = store.find_run(client, run.experiment, run_key(run))
-    if run_id is not None:
-        tags = client.get_run(run_id).data.tags
-        if DIVERGED_TAG in tags:
-            kept = result.checkpoint.path if result.checkpoint else "none"
-            raise Diverged(f"run {run.name}: {tags.get('skipview.failure', 'loss not finite')}; "
-                           f"last good checkpoint: {kept}")
     model_dir = None
     if run.output is not None and result.checkpoint is not None:
         model_dir = copy_model(result.checkpoint, Path(run.output))
@@ -181,15 +212,15 @@ def copy_model(checkpoint, output: Path) -> Path:
         partial = output.with_name(output.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(source, partial)
-    if output.exists():
-        shutil.rmtree(output)
-    partial.rename(output)
-    return output
+    return swap_in(partial, output)
 
 
 def write_metrics(outcome: Outcome, path: Path) -> None:
-    record = {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id,
-              "checkpoint": outcome.checkpoint_path, "metrics": outcome.metrics}
+    from skipview.platform.tracking.lineage import portable_path
+
+    checkpoint = portable_path(outcome.checkpoint_path) if outcome.checkpoint_path else None
+    record = {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id, "checkpoint": checkpoint,
+              "metrics": outcome.metrics}
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

@@ -34,6 +34,8 @@ from skipview.platform.training.objectives import build
 log = logging.getLogger(__name__)
 
 DIVERGED_TAG = "skipview.diverged_at_step"
+CORRUPT_TAG = "skipview.skipped_corrupt_checkpoints"
+NODES_TAG = "skipview.worker_nodes"
 
 
 class Diverged(RuntimeError):
@@ -104,6 +106,7 @@ class Tracker:
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
+    import ray
     import ray.train
     import ray.train.torch
 
@@ -129,18 +132,24 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     amp_dtype = autocast_dtype(settings.precision, device)
     scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
 
-    progress, run_id = ckpt.Progress(), None
-    restored = ray.train.get_checkpoint()
-    if restored is not None:
-        with restored.as_directory() as directory:
-            progress, run_id, had_rng = ckpt.read(Path(directory), rank=rank, model=objective, optimizer=optimizer,
-                                                  scheduler=scheduler, scaler=scaler, map_location=device)
+    progress, run_id, skipped = ckpt.Progress(), None, []
+    latest = ray.train.get_checkpoint()
+    if latest is not None:
+        restored, state, rng, skipped = ckpt.restore(checkpoints_newest_first(latest), rank=rank,
+                                                     map_location=device)
+        progress, run_id, had_rng = ckpt.apply(state, rng, model=objective, optimizer=optimizer,
+                                               scheduler=scheduler, scaler=scaler)
         if not had_rng:
             log.warning("rank %d: no RNG state in the checkpoint (world size changed?); reseeding", rank)
             torch.manual_seed(settings.seed * 1009 + rank + progress.step)
-        log.info("rank %d resumed at step %d (epoch %d, batch %d)", rank, progress.step, progress.epoch,
-                 progress.batch)
+        log.info("rank %d resumed at step %d (epoch %d, batch %d) from %s", rank, progress.step, progress.epoch,
+                 progress.batch, restored.path)
     tracker = Tracker(config, rank, run_id)
+    # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run
+    tracker.tag(NODES_TAG, " ".join(gathered(ray.get_runtime_context().get_node_id(), world_size)))
+    if skipped:
+        # the warning is in the worker's log; the tag puts it where a cluster user looks first
+        tracker.tag(CORRUPT_TAG, " | ".join(skipped))
 
     def report(extra: dict[str, float], final_model: Path | None = None) -> None:
         metrics = {"step": progress.step, "epoch": progress.epoch, **extra}
@@ -185,7 +194,6 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             # With fp16 an infinite gradient is an overflow the grad scaler skips, not a divergence.
             if not math.isfinite(loss_value) or (scaler is None and not math.isfinite(grad_value)):
                 stop_diverged(tracker, progress.step + 1, loss_value, grad_value)
-                return
             if scaler:
                 scaler.step(optimizer)
                 scaler.update()
@@ -213,11 +221,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             progress.batch = 0
 
     digest = parameters_digest(objective)
-    digests = [None] * world_size
-    if dist.is_available() and dist.is_initialized():
-        dist.all_gather_object(digests, digest)
-    else:
-        digests = [digest]
+    digests = gathered(digest, world_size)
     replicas_equal = all(d == digests[0] for d in digests)
     tracker.tag("ddp_parameters_equal", str(replicas_equal))
     tracker.tag("ddp_parameters_digests", " ".join(repr(d) for d in digests))     # one per rank, rank order
@@ -240,6 +244,28 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         log_model(tracker, config, model_dir)
     report(final, final_model=model_dir)
     tracker.finish("FINISHED")
+
+
+def gathered(value: Any, world_size: int) -> list[Any]:
+    """``value`` of every rank, in rank order (a collective: every rank calls it)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return [value]
+    values = [None] * world_size
+    dist.all_gather_object(values, value)
+    return values
+
+
+def checkpoints_newest_first(latest):
+    """Ray's latest checkpoint, then the run's other registered checkpoints by step, newest first. The list is only
+    asked for (one call to the Train controller) when the latest cannot be loaded."""
+    import ray.train
+
+    yield latest
+    reported = ray.train.get_all_reported_checkpoints(
+        consistency_mode=ray.train.CheckpointConsistencyMode.COMMITTED)
+    older = [r for r in reported if r.checkpoint.path != latest.path]
+    for r in sorted(older, key=lambda r: r.metrics.get("step", -1), reverse=True):
+        yield r.checkpoint
 
 
 def shared_loss_and_norm(loss: torch.Tensor, grad_norm: torch.Tensor, world_size: int) -> tuple[float, float]:
@@ -275,12 +301,14 @@ def log_step(tracker: Tracker, window: dict, out, loss: float, grad_norm: float,
 
 
 def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) -> None:
-    """Every rank stops (the gradient norm that decides it is shared); the last good checkpoint stays the latest."""
+    """Every rank stops (the gradient norm that decides it is shared) by raising ``Diverged``: the run fails for Ray
+    (``divergence.FailOnDivergence`` keeps Ray from restarting it) and the last good checkpoint stays the latest."""
     message = f"non-finite training at step {step}: loss={loss}, gradient norm={grad_norm}"
     log.error("%s; stopping, the last good checkpoint is kept", message)
     tracker.tag(DIVERGED_TAG, str(step))
     tracker.tag("skipview.failure", message)
     tracker.finish("FAILED")
+    raise Diverged(message)
 
 
 def evaluate_sts14(built, settings: TrainSettings) -> float:

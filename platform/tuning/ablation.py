@@ -5,6 +5,8 @@ A study is resumable: a (cell, seed) whose MLflow run is finished and evaluated 
 refitted under the same Train run name and so resumes from its last checkpoint. Each run carries the tags the
 MLflow UI's compare view groups by (objective, views, invertible, seed, cell) and logs each view's evaluation as
 ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (the report's contract, see ``matrix``).
+The compare view's axes are params and metrics only, so the identity (cell, views, invertible, seed) is also
+logged as params, and each report column of the run's summary view (``sts_avg``, ``binary_avg``, ...) as a metric.
 """
 
 from __future__ import annotations
@@ -76,6 +78,19 @@ def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
                                    "seed": seed})
 
 
+def check_objective_settings(matrix: Matrix, base: TrainSettings, references: bool) -> None:
+    """A base objective setting that no trained cell's objective has is a typo (``hidden_sise``), not a setting
+    ``cell_settings`` may quietly leave out."""
+    from skipview.models import registry
+
+    trained = [c for c in [*matrix.cells, *(matrix.references if references else [])] if c.objective]
+    known = {key for c in trained for key in registry.config_class(c.objective).model_fields}
+    unknown = sorted(set(base.objective_settings) - known)
+    if unknown:
+        raise ValueError(f"objective_settings: {', '.join(unknown)} is a setting of none of the matrix's objectives "
+                         f"(known: {', '.join(sorted(known))})")
+
+
 def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:
     """The tasks whose files are in ``senteval_dir``; a task with a malformed file is an error, not skipped."""
     from skipview.platform.evaluation.datasets import TaskDataError, load_task
@@ -125,7 +140,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list
     planned = plan(matrix, study.seeds, study.references, study.first_seed)
     for index, planned_run in enumerate(planned, 1):
         log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
-        records.append(_run_one(client, planned_run, base, study, tasks))
+        records.append(_run_one(client, planned_run, base, study, tasks, matrix.columns))
     return records
 
 
@@ -135,7 +150,14 @@ def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
     return RunSettings(name=f"{study.name}-{name}", storage=study.storage, workers=study.workers,
                        cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
                        experiment=study.experiment, tracking_uri=study.tracking_uri,
-                       output=str(Path(driver.storage_root(study.storage)) / study.name / "models" / name))
+                       output=str(driver.local_root(study.storage) / study.name / "models" / name))
+
+
+def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
+    """One number per report column (``sts_avg``, ``binary_avg``, ...) for the run's summary view: what the MLflow
+    compare view plots against the identity params."""
+    values = {column.name: column.value(planned.summary_view, metrics)[0] for column in columns}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
@@ -157,8 +179,8 @@ def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
     return CombinedEncoder(parts), cost
 
 
-def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str]
-             ) -> dict[str, Any]:
+def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str],
+             matrix_columns) -> dict[str, Any]:
     cell = planned.cell
     run = train_run(study, cell.name, planned.seed)
     key = driver.run_key(run)
@@ -169,15 +191,15 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
 
     if cell.combine is not None:
         encoder, metrics = _combined_parts(client, study, cell, planned.seed)
-        run_id, _ = store.open_run(client, study.experiment, key, run.name, params={"combine": cell.combine},
-                                   tags=planned.tags)
+        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+                                   params={**planned.identity, "combine": cell.combine}, tags=planned.tags)
     elif cell.baseline is not None:
         from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={"baseline": cell.baseline, "wordvecs": base.wordvecs,
+                                   params={**planned.identity, "baseline": cell.baseline, "wordvecs": base.wordvecs,
                                            "component_fit": study.component_fit}, tags=planned.tags)
         if study.component_fit == "corpus":
             raise ValueError(f"{cell.name}: component_fit 'corpus' is for trained models; compare baselines and "
@@ -187,7 +209,8 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
     else:
         settings = cell_settings(base, cell, planned.seed)
         # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
-        run_id, _ = store.open_run(client, study.experiment, key, run.name, params=settings.model_dump(mode="json"),
+        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+                                   params={**settings.model_dump(mode="json"), **planned.identity},
                                    tags={**driver.tags_for(settings), **planned.tags})
         start = time.perf_counter()
         outcome = driver.train(settings, run)
@@ -202,6 +225,7 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
     start = time.perf_counter()
     metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol,
                                   study.component_fit))
+    metrics.update(summary_metrics(matrix_columns, planned, metrics))
     store.log_metrics(client, run_id, metrics, step=0)
     client.set_tag(run_id, "eval.protocol", study.protocol)
     client.set_tag(run_id, "eval.tasks", ",".join(tasks))

@@ -9,6 +9,8 @@ from typing import Optional
 
 import typer
 
+from skipview.platform.errors import one_line
+
 
 def tune(
     space: Path = typer.Option(..., exists=True, dir_okay=False, help="search space, e.g. tune_spaces/disc.yaml"),
@@ -35,7 +37,8 @@ def tune(
     name: Optional[str] = typer.Option(None, help="search name; an existing search of this name is resumed"),
     experiment: str = typer.Option("tune", help="MLflow experiment of the search"),
     best_config: Optional[Path] = typer.Option(None, help="where to write the best settings "
-                                                          "(default: STORAGE/NAME/best_config.yaml)"),
+                                                          "(default: STORAGE/NAME/best_config.yaml; ./runs/NAME/ when "
+                                                          "STORAGE is a URI)"),
 ) -> None:
     """Search hyperparameters against STS14: Optuna TPE proposes, ASHA stops weak trials early.
 
@@ -54,8 +57,9 @@ def tune(
         base = load_settings(config, {"objective": search_space.objective, "corpus": str(corpus),
                                       "wordvecs": str(wordvecs) if wordvecs else None,
                                       "senteval_dir": str(senteval_dir)}, set_)
+        driver.check_inputs(base)
     except (SearchSpaceError, ValueError) as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     search = SearchSettings(
         name=name or f"tune-{driver.new_run_name(base)}",
         storage=storage, num_samples=num_samples, max_concurrent=max_concurrent,
@@ -115,7 +119,7 @@ def ablation(
     from skipview.platform.tracking import store
     from skipview.platform.training import driver
     from skipview.platform.training.config import load_settings
-    from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, run_study
+    from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, check_objective_settings, run_study
     from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
     from skipview.platform.tuning.report import build_report
 
@@ -124,8 +128,9 @@ def ablation(
         study_matrix = load_matrix(matrix or DEFAULT_MATRIX)
         base = load_settings(config, {"objective": study_matrix.cells[0].objective, "corpus": str(corpus),
                                       "wordvecs": str(wordvecs), "senteval_dir": str(senteval_dir)}, set_)
+        check_objective_settings(study_matrix, base, references)
     except (MatrixError, ValueError) as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(one_line(error)) from error
     if protocol not in ("full", "fast"):
         raise typer.BadParameter(f"--protocol must be full or fast, got {protocol!r}")
     if component_fit not in ("subset", "task"):

@@ -23,12 +23,16 @@ below), and is tagged ``skipview.ablation.evaluated`` when complete: the report 
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from skipview.models.registry import ObjectiveName
 from skipview.platform.tuning.yaml_source import load_model
 
 DEFAULT_MATRIX = Path(__file__).with_name("ablation.yaml")
@@ -52,7 +56,7 @@ class _Strict(BaseModel):
 
 class Cell(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
-    objective: Literal["gen", "disc", "skipthought"] | None = None
+    objective: ObjectiveName | None = None
     baseline: Literal["avg", "wr", "sif"] | None = None
     combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
     settings: dict[str, Any] = {}
@@ -74,6 +78,15 @@ class Column(_Strict):
     name: str
     title: str
     metrics: list[str] = Field(min_length=1)
+
+    def value(self, view: str, metrics: Mapping[str, float]) -> tuple[float | None, list[str]]:
+        """The mean of this column's metrics that ``view`` has among a run's ``metrics``, and the ones used; None
+        when the run has none of them or one is not finite."""
+        present = [m for m in self.metrics if metric_key(view, m) in metrics]
+        values = [metrics[metric_key(view, m)] for m in present]
+        if values and all(math.isfinite(v) for v in values):
+            return statistics.fmean(values), present
+        return None, []
 
 
 class Claim(_Strict):
@@ -141,6 +154,18 @@ class PlannedRun:
     @property
     def tags(self) -> dict[str, str]:
         return {STUDY_TAG: STUDY, CELL_TAG: self.cell.name, SEED_TAG: str(self.seed), **self.cell.tags}
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """The run's place in the matrix as MLflow params: the compare view and its parallel-coordinates plot only
+        offer params and metrics as axes ("-" where a setting does not apply, so every run has every axis)."""
+        return {"cell": self.cell.name, "views": self.cell.tags.get("views", "-"),
+                "invertible": self.cell.tags.get("invertible", "-"), "seed": str(self.seed)}
+
+    @property
+    def summary_view(self) -> str:
+        """The view a run is summed up by in the compare view: its ensemble, or its only view."""
+        return ENSEMBLE if ENSEMBLE in self.cell.views else next(iter(self.cell.views))
 
 
 def load_matrix(path: str | Path = DEFAULT_MATRIX) -> Matrix:

@@ -117,10 +117,9 @@ def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, refere
         for column in matrix.columns:
             stat = Stat()
             for run in by_cell[cell.name]:
-                present = [m for m in column.metrics if metric_key(view, m) in run.metrics]
-                values = [run.metrics[metric_key(view, m)] for m in present]
-                if values and all(math.isfinite(v) for v in values):
-                    stat.values.append(statistics.fmean(values))
+                value, present = column.value(view, run.metrics)
+                if value is not None:
+                    stat.values.append(value)
                     used[column.name].update(present)
             stats[cell.name, view][column.name] = stat
     cost = {cell.name: {name: Stat([r.metrics[key] for r in by_cell[cell.name] if key in r.metrics])

@@ -41,13 +41,17 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def mlflow_server(tracking_uri: str, timeout_s: float = 120.0):
-    """``mlflow server`` on 127.0.0.1 for the duration of the block; yields its base URL."""
+def mlflow_server(tracking_uri: str, timeout_s: float = 120.0, artifacts: Path | None = None):
+    """``mlflow server`` on 127.0.0.1 for the duration of the block; yields its base URL. ``artifacts``: where it
+    stores the artifacts clients log through it (default: its own ./mlartifacts)."""
     port = free_port()
     log = tempfile.TemporaryFile()
+    # one worker process: uvicorn's supervisor kills workers that miss its 5 s start-up health check, which the
+    # default four miss on a loaded 2-core machine (they die and are restarted forever)
     process = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", tracking_uri, "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
+         "--port", str(port), "--workers", "1",
+         *(["--artifacts-destination", str(artifacts)] if artifacts is not None else [])],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -188,7 +188,7 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         raise RuntimeError(f"search {search.name}: no trial produced a score ({errors})")
     best = max(scored, key=lambda t: t.best_sts14)
     best_settings = TrainSettings.model_validate(apply_trial(base.model_dump(mode="json"), best.config))
-    best_path = best_config_path or Path(path) / "best_config.yaml"
+    best_path = best_config_path or driver.local_root(search.storage) / search.name / "best_config.yaml"
     write_settings(best_settings, best_path, f"best of search {search.name}: {METRIC} {best.best_sts14:.2f} "
                                              f"(trial {best.trial_id}, run {best.run_name})")
     summary_path = best_path.with_name(best_path.stem + "_trials.json")

@@ -2,7 +2,7 @@
 
 Schema (every key below is checked; unknown keys are errors)::
 
-    objective: disc            # the objective the space is for: disc | gen | skipthought
+    objective: disc            # the objective the space is for (registered in skipview.models.registry)
     description: free text     # optional
     space:
       objective:               # the objective's settings (its config class in skipview.models.registry),
@@ -45,6 +45,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from skipview.models.registry import ObjectiveName
 from skipview.platform.tuning.yaml_source import describe, load_with_lines, written
 
 Scalar = Union[bool, int, float, str]
@@ -177,7 +178,7 @@ class _SpaceFile(BaseModel):
     """The file's outer structure; each parameter is parsed separately so its errors stay readable."""
     model_config = ConfigDict(extra="forbid")
 
-    objective: Literal["disc", "gen", "skipthought"]
+    objective: ObjectiveName
     description: str = ""
     space: dict[Literal["objective", "training"], dict[str, Any]]
 

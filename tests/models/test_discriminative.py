@@ -30,7 +30,7 @@ def test_agreement_matrix_and_loss_match_a_double_loop(self_pairs):
     np.testing.assert_allclose(agreement.numpy(), expected_a, rtol=1e-12)
     terms = []
     for i in range(n):
-        # eq. 3 as printed: n = i and j = i included; DESIGN.md: both left out
+        # eq. 3 as printed: n = i and j = i included; the strict reading: both left out
         denominator = sum(math.exp(expected_a[i][m] / tau) for m in range(n) if self_pairs or m != i)
         for j in range(n):
             if (self_pairs or j != i) and abs(i - j) <= window and doc_ids[i] == doc_ids[j]:
@@ -55,7 +55,7 @@ def test_positive_mask_respects_window_documents_and_batch_edges():
     assert mask[0].tolist() == [True, True] + [False] * 6
     without_self = positive_mask(doc_ids, window=3, self_pairs=False)
     assert torch.equal(without_self, mask & ~torch.eye(8, dtype=torch.bool))
-    assert not without_self[7].any()                  # DESIGN.md's reading: a lone sentence has no positive at all
+    assert not without_self[7].any()                  # the strict reading: a lone sentence has no positive at all
 
 
 @pytest.mark.parametrize("views", ["fg", "f"])

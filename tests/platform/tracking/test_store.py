@@ -42,3 +42,16 @@ def test_dvc_hash_from_lock_and_fallback(tmp_path):
         "outs": [{"path": "artifacts/prepared", "md5": "0123abcd.dir"}]}}}))
     assert lineage.data_fingerprint(data) == "dvc:0123abcd.dir"
     assert lineage.git_commit() != ""
+
+
+def test_recorded_paths_are_relative_to_their_repository(tmp_path, monkeypatch):
+    repo = tmp_path / "clone"
+    (repo / ".dvc").mkdir(parents=True)
+    checkpoint = repo / "runs" / "disc-x" / "checkpoint_1"
+    checkpoint.mkdir(parents=True)
+    assert lineage.portable_path(checkpoint) == "runs/disc-x/checkpoint_1"
+    monkeypatch.chdir(repo)
+    assert lineage.portable_path("runs/disc-x/checkpoint_1") == "runs/disc-x/checkpoint_1"
+    assert lineage.portable_path("s3://bucket/runs/disc-x") == "s3://bucket/runs/disc-x"
+    outside = tmp_path / "elsewhere"
+    assert lineage.portable_path(outside) == str(outside)

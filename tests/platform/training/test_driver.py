@@ -2,11 +2,14 @@
 
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
 
@@ -67,7 +70,27 @@ def test_local_ray_answers_the_state_api_inside_its_processes(ray_session):
         time.sleep(0.5)
 
 
-def test_local_ray_keeps_its_generated_auth_token_private(ray_session):
-    token = Path.home() / ".ray" / "auth_token"
-    assert token.is_file(), "Ray 2.60 writes a token for a local cluster; did it change where?"
-    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+def test_local_ray_runs_with_a_token_that_was_private_from_the_start(tmp_path):
+    """A fresh home: the token is created 0600 before Ray starts, and the cluster authenticates with it."""
+    script = ("import ray, stat\n"
+              "from skipview.platform.training import driver\n"
+              "from skipview.platform.cluster.auth import token_path\n"
+              "driver.connect('local', cpus=1, log_to_driver=False)\n"
+              "print(ray.get(ray.remote(lambda: 'answered').remote()), oct(stat.S_IMODE(token_path().stat().st_mode)),"
+              " len(token_path().read_text()))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["answered", "0o600", "64"]
+    assert stat.S_IMODE((tmp_path / ".ray").stat().st_mode) == 0o700
+
+
+def test_an_existing_token_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    created = ensure_private_token()
+    assert created == tmp_path / ".ray" / "auth_token"
+    first = created.read_text()
+    assert ensure_private_token() is None and created.read_text() == first

@@ -2,7 +2,8 @@
 
 One reference run is compared with runs that lose a worker mid-run (an exception, then a SIGKILL of the worker
 process): each must finish from its last checkpoint with exactly the reference's final parameters, and MLflow
-must hold one run whose step metrics continue. A NaN on one rank must stop every rank with the step named.
+must hold one run whose step metrics continue. A NaN on one rank must stop every rank with the step named, and
+fail the run for Ray without restarts.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from skipview.models.encoder import SentenceEncoder
 from skipview.platform.tracking import store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.training.loop import Diverged
+from skipview.platform.training.loop import CORRUPT_TAG, Diverged
 
 STEPS, CHECKPOINT_EVERY = 12, 4
 
@@ -93,6 +94,26 @@ def test_worker_failure_resumes_to_identical_parameters(reference, tiny_data, tm
     steps = step_history(run, outcome.mlflow_run_id)
     # steps 5-6 were trained twice (before the failure and after the restore from step 4), logged once
     assert steps == list(range(1, STEPS + 1))
+
+
+def test_truncated_latest_checkpoint_falls_back_to_the_previous_one(reference, tiny_data, tmp_path):
+    ref_run, ref = reference
+    marker = tmp_path / "failed-once"
+    run = run_for(tmp_path, "truncated")
+    # forward call 10: the checkpoints of steps 4 and 8 are registered; the step-8 one is cut in half, then a worker
+    # fails, so the restarted group finds a corrupt latest checkpoint and must resume from step 4
+    settings = settings_for(tiny_data, fail_at_call=10, fail_rank=1, marker=str(marker), delay_s=8,
+                            truncate_latest_in=str(Path(run.storage) / run.name))
+    outcome = driver.train(settings, run)
+    truncated = (tmp_path / "failed-once.truncated").read_text()
+    assert outcome.metrics["step"] == STEPS
+    ours, theirs = weights(outcome.model_dir), weights(ref.model_dir)
+    for key in theirs:
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    client = store.client(run.tracking_uri)
+    skipped = client.get_run(outcome.mlflow_run_id).data.tags[CORRUPT_TAG]
+    assert truncated in skipped and "state.pt" in skipped, skipped
+    assert step_history(run, outcome.mlflow_run_id) == list(range(1, STEPS + 1))
 
 
 def test_nan_on_one_rank_stops_the_run_and_keeps_the_last_good_checkpoint(ray_session, tiny_data, tmp_path):

@@ -26,6 +26,15 @@ def _rank() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
+def _truncate_latest_checkpoint(run_dir: Path, marker: Path) -> None:
+    """Cut the newest checkpoint's training state in half (checkpoint folders are named by time) and say which."""
+    latest = max((p for p in run_dir.glob("checkpoint_*") if p.is_dir()), key=lambda p: p.name)
+    state = latest / "state.pt"
+    data = state.read_bytes()
+    state.write_bytes(data[: len(data) // 2])
+    marker.with_name(marker.name + ".truncated").write_text(latest.name)
+
+
 class TinyObjective(Objective):
     example_kind = ExampleKind.PAIR
 
@@ -47,6 +56,8 @@ class TinyObjective(Objective):
                 # Ray registers a reported checkpoint at its next poll of the workers (every ~2 s): wait, so the
                 # restart has the last checkpoint to resume from rather than starting again from step 0
                 time.sleep(float(s.get("delay_s", 0)))
+                if s.get("truncate_latest_in"):
+                    _truncate_latest_checkpoint(Path(s["truncate_latest_in"]), marker)
                 if s.get("failure") == "sigkill":
                     os.kill(os.getpid(), signal.SIGKILL)
                 raise RuntimeError(f"injected failure at forward call {self.calls}")
@@ -71,5 +82,19 @@ class TinyObjective(Objective):
         return SentenceEncoder({"g": view}, vocab, tokenizer, self.word_vectors.cpu(), max_len=30)
 
 
+def _record_placement(folder: Path) -> None:
+    """Which node and scratch folder this worker process runs on (one file per process: a restart adds one)."""
+    import json
+    import tempfile
+
+    import ray
+
+    record = {"rank": _rank(), "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
+              "scratch": tempfile.gettempdir()}
+    (folder / f"rank{record['rank']}-pid{record['pid']}.json").write_text(json.dumps(record))
+
+
 def build(settings: dict, *, vocab, word_vectors) -> TinyObjective:
+    if settings.get("placement_dir"):
+        _record_placement(Path(settings["placement_dir"]))
     return TinyObjective(dict(settings), vocab, word_vectors)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from prepared_data import write_training_data
+from prepared_data import write_toy_sts14, write_training_data
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +30,4 @@ def tiny_data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toy_senteval(tmp_path_factory) -> Path:
-    """STS14's six subsets in SentEval's layout; gold = 5 x word overlap (Jaccard), so scores vary."""
-    from skipview.platform.evaluation.datasets import STS_SUBSETS
-
-    root = tmp_path_factory.mktemp("senteval")
-    folder, subsets = STS_SUBSETS["sts14"]
-    rng = np.random.default_rng(0)
-    (root / "STS" / folder).mkdir(parents=True)
-    for subset in subsets:
-        pairs, gold = [], []
-        for _ in range(40):
-            a = set(rng.integers(0, 60, size=int(rng.integers(3, 8))))
-            b = set(rng.choice(sorted(a), size=int(rng.integers(0, len(a) + 1)), replace=False))
-            b |= set(rng.integers(0, 60, size=int(rng.integers(1, 5))))
-            pairs.append(" ".join(f"w{i}" for i in sorted(a)) + "\t" + " ".join(f"w{i}" for i in sorted(b)))
-            gold.append(f"{5 * len(a & b) / len(a | b):.3f}")
-        (root / "STS" / folder / f"STS.input.{subset}.txt").write_text("\n".join(pairs) + "\n")
-        (root / "STS" / folder / f"STS.gs.{subset}.txt").write_text("\n".join(gold) + "\n")
-    return root
+    return write_toy_sts14(tmp_path_factory.mktemp("senteval"))

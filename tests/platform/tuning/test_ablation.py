@@ -73,6 +73,14 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
         for view in views:
             assert -100 <= run.data.metrics[f"{view}/sts14.pearson.mean"] <= 100
     assert "g/sts14.pearson.mean" not in disc.data.metrics              # a single-view model has only its view
+    # the matrix as compare-view axes: identity params, and the report's columns of the run's summary view
+    assert {k: gen.data.params[k] for k in ("cell", "views", "invertible", "seed")} == {
+        "cell": "gen-invertible", "views": "fg", "invertible": "true", "seed": "0"}
+    assert (disc.data.params["views"], disc.data.params["invertible"]) == ("f", "-")
+    assert gen.data.metrics["sts_avg"] == gen.data.metrics["ensemble/sts14.pearson.mean"]
+    assert disc.data.metrics["sts_avg"] == disc.data.metrics["f/sts14.pearson.mean"]
+    assert avg.data.params["cell"] == "fasttext-avg" and "sts_avg" in avg.data.metrics
+    assert "binary_avg" not in gen.data.metrics                          # the toy data has no classification task
     assert gen.data.metrics["train/sentences_seen"] == 4 * 16
     assert gen.data.metrics["train/hours"] > 0 and avg.data.metrics["train/hours"] == 0
     assert both.data.metrics["train/hours"] == pytest.approx(gen.data.metrics["train/hours"]

@@ -97,6 +97,11 @@ def test_metric_key_names_view_and_metric():
         claims:
           - {better: a/g, worse: a/f, column: sts}
      """, ":2: (top level)", "no cell 'a' with view 'g'"),
+    ("""
+        cells:
+          - {name: a, objective: disk, views: {f: z_f}}
+        columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
+     """, ":3: cells.0.objective", "unknown objective 'disk'; known objectives: disc, gen, skipthought"),
 ])
 def test_bad_matrix_files_name_file_line_and_key(tmp_path, body, where, reason):
     path = tmp_path / "matrix.yaml"

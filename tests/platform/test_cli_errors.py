@@ -1,0 +1,61 @@
+"""A user's mistake ends a command with one line on stderr and a non-zero exit; ``--debug`` gives the traceback.
+None of these reaches Ray: the inputs are checked on the driver first."""
+
+from __future__ import annotations
+
+import pytest
+
+from skipview.platform.cli import run
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from prepared_data import write_training_data
+
+    return write_training_data(tmp_path_factory.mktemp("data"))
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+def test_a_typo_in_an_objective_setting_names_the_key(data, tmp_path, capsys):
+    corpus, wordvecs = data
+    code = run(["train", "--objective", "disc", "--corpus", str(corpus), "--wordvecs", str(wordvecs),
+                "--storage", str(tmp_path), "--set", "objective_settings.hidden_sise=8"])
+    assert code == 2
+    line = one_error_line(capsys)
+    assert "skipview train" in line and "'hidden_sise'" in line and "hidden_size" in line
+
+
+def test_a_directory_that_is_not_a_prepared_corpus_fails_before_ray(tmp_path, capsys):
+    code = run(["train", "--objective", "disc", "--corpus", str(tmp_path), "--storage", str(tmp_path / "runs")])
+    assert code == 1
+    line = one_error_line(capsys)
+    assert f"{tmp_path} is not a prepared corpus" in line and "skipview data prepare" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_missing_model_directory_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys):
+    args = ["evaluate", "--model", str(tmp_path / "nope"), "--senteval-dir", str(tmp_path)]
+    assert run(args) == 1
+    line = one_error_line(capsys)
+    assert str(tmp_path / "nope") in line and "--debug" in line
+    with pytest.raises(FileNotFoundError):
+        run(["--debug", *args])
+
+
+def test_an_unknown_option_is_a_usage_error_in_one_line(capsys):
+    assert run(["train", "--objectiv", "disc"]) == 2
+    line = one_error_line(capsys)
+    assert "--objectiv" in line and "skipview train --help" in line
+
+
+def test_an_ablation_setting_no_objective_has_is_refused(data, tmp_path, capsys):
+    corpus, wordvecs = data
+    code = run(["ablation", "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--senteval-dir", str(tmp_path),
+                "--storage", str(tmp_path / "runs"), "--set", "objective_settings.hidden_sise=8"])
+    assert code == 2
+    assert "hidden_sise is a setting of none of the matrix's objectives" in one_error_line(capsys)
