@@ -72,15 +72,16 @@ def write_synthetic_corpus(path: Path, num_sentences: int, seed: int = 0) -> Pre
 
 
 def measure(objective_name: str, size: str, steps: int, warmup: int, device: str, amp: str,
-            overrides: dict | None = None) -> dict:
+            overrides: dict | None = None, build=registry.build_objective) -> dict:
+    """Time ``steps`` training steps of ``build(objective_name, settings, vocab=, word_vectors=)``: a module
+    with ``example_kind``, ``forward(batch) -> .loss`` and ``after_optimizer_step()`` (an ``Objective``)."""
     settings, batch_size = SIZES.get(objective_name, {}).get(size, ({}, DEFAULT_BATCH))
     settings = {**settings, **(overrides or {})}
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = write_synthetic_corpus(Path(tmp), num_sentences=max(20_000, 3 * batch_size * (steps + warmup)))
         word_vectors = np.random.default_rng(1).standard_normal((len(corpus.vocab), WORD_DIM)).astype(np.float32)
-        objective = registry.build_objective(objective_name, settings, vocab=corpus.vocab,
-                                             word_vectors=word_vectors).to(device)
+        objective = build(objective_name, settings, vocab=corpus.vocab, word_vectors=word_vectors).to(device)
         del word_vectors
         optimiser = torch.optim.Adam([p for p in objective.parameters() if p.requires_grad], lr=5e-4)
         batches = iterate_batches(corpus, objective.example_kind, batch_size, max_len=30)
@@ -131,12 +132,18 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
         record["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
         record["host_syncs_in_timed_steps"] = sum("synchroniz" in str(w.message) for w in caught)
     record["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    # on a shared machine the figures move with the load: keep it beside them
+    record["load_average_after"] = os.getloadavg()
     return record
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--objectives", nargs="+", default=None, help="default: every registered objective")
+def main(benchmark: str = "train_step", build=registry.build_objective, objectives: list[str] | None = None,
+         description: str = __doc__, script: str = __file__) -> None:
+    """The command line of this benchmark and of ``plain_step.py`` (which passes its own ``build``, objectives,
+    docstring and script: each configuration runs ``script --single ...`` in a fresh subprocess)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objectives", nargs="+", default=None,
+                        help=f"default: {' '.join(objectives) if objectives else 'every registered objective'}")
     parser.add_argument("--sizes", nargs="+", choices=["small", "paper"], default=["small"])
     parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
     parser.add_argument("--warmup", type=int, default=2)
@@ -151,14 +158,14 @@ def main() -> None:
     amp = args.amp or ("bf16" if args.device.startswith("cuda") else "none")
     overrides = dict(parse_overrides(args.set))
     if args.single:
-        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp, overrides)))
+        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp, overrides, build)))
         return
 
-    objectives = args.objectives or registry.objective_names()
+    objectives = args.objectives or objectives or registry.objective_names()
     results = []
     for name in objectives:
         for size in args.sizes:
-            command = [sys.executable, __file__, "--single", name, size, "--steps", str(args.steps),
+            command = [sys.executable, script, "--single", name, size, "--steps", str(args.steps),
                        "--warmup", str(args.warmup), "--device", args.device, "--amp", amp, "--set", *args.set]
             done = subprocess.run(command, capture_output=True, text=True, env=os.environ)
             if done.returncode != 0:
@@ -167,7 +174,7 @@ def main() -> None:
                 results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(results[-1]), file=sys.stderr)
     document = {
-        "benchmark": "train_step", "machine": platform.platform(), "processor": platform.processor(),
+        "benchmark": benchmark, "machine": platform.platform(), "processor": platform.processor(),
         "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
         "results": results,
