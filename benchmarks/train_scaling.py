@@ -4,7 +4,8 @@
         --wordvecs /work/artifacts/gutenberg/wordvecs --objective disc --workers 1 2
 
 Each configuration is a real `skipview train` run (local Ray, CPU, gloo) of --steps steps; throughput is the
-median of the per-step values the trainer logs to MLflow, skipping the first --warmup steps. Writes
+median of the values the trainer logs to MLflow (each over the ``log_every`` steps before it, 10 by default),
+skipping those logged in the first --warmup steps. Writes
 benchmarks/results/train_scaling.json. On a shared machine the numbers move with the load: the JSON records
 the load average before and after each run.
 """

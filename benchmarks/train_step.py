@@ -41,6 +41,7 @@ from skipview.models.corpus import PreparedCorpus
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS
 from skipview.platform.training.config import parse_overrides
+from skipview.platform.training.objectives import load_word_vectors
 
 WORD_DIM = 300
 CORPUS_WORDS = 50_000
@@ -72,15 +73,22 @@ def write_synthetic_corpus(path: Path, num_sentences: int, seed: int = 0) -> Pre
 
 
 def measure(objective_name: str, size: str, steps: int, warmup: int, device: str, amp: str,
-            overrides: dict | None = None) -> dict:
-    settings, batch_size = SIZES.get(objective_name, {}).get(size, ({}, DEFAULT_BATCH))
+            overrides: dict | None = None, build=registry.build_objective, corpus_dir: str | None = None,
+            wordvecs: str | None = None, batch_size: int | None = None) -> dict:
+    """Time ``steps`` training steps of ``build(objective_name, settings, vocab=, word_vectors=)``: a module
+    with ``example_kind``, ``forward(batch) -> .loss`` and ``after_optimizer_step()`` (an ``Objective``).
+    ``corpus_dir``: a prepared corpus instead of the synthetic one (its sentence lengths, so the figure can be
+    set beside ``skipview train`` on that corpus); ``wordvecs``: its word vectors, else random ones."""
+    settings, size_batch = SIZES.get(objective_name, {}).get(size, ({}, DEFAULT_BATCH))
+    batch_size = batch_size or size_batch
     settings = {**settings, **(overrides or {})}
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = write_synthetic_corpus(Path(tmp), num_sentences=max(20_000, 3 * batch_size * (steps + warmup)))
-        word_vectors = np.random.default_rng(1).standard_normal((len(corpus.vocab), WORD_DIM)).astype(np.float32)
-        objective = registry.build_objective(objective_name, settings, vocab=corpus.vocab,
-                                             word_vectors=word_vectors).to(device)
+        corpus = (PreparedCorpus(corpus_dir) if corpus_dir else
+                  write_synthetic_corpus(Path(tmp), num_sentences=max(20_000, 3 * batch_size * (steps + warmup))))
+        word_vectors = (load_word_vectors(wordvecs, corpus.vocab) if wordvecs else
+                        np.random.default_rng(1).standard_normal((len(corpus.vocab), WORD_DIM)).astype(np.float32))
+        objective = build(objective_name, settings, vocab=corpus.vocab, word_vectors=word_vectors).to(device)
         del word_vectors
         optimiser = torch.optim.Adam([p for p in objective.parameters() if p.requires_grad], lr=5e-4)
         batches = iterate_batches(corpus, objective.example_kind, batch_size, max_len=30)
@@ -131,12 +139,18 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
         record["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
         record["host_syncs_in_timed_steps"] = sum("synchroniz" in str(w.message) for w in caught)
     record["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    # on a shared machine the figures move with the load: keep it beside them
+    record["load_average_after"] = os.getloadavg()
     return record
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--objectives", nargs="+", default=None, help="default: every registered objective")
+def main(benchmark: str = "train_step", build=registry.build_objective, objectives: list[str] | None = None,
+         description: str = __doc__, script: str = __file__) -> None:
+    """The command line of this benchmark and of ``plain_step.py`` (which passes its own ``build``, objectives,
+    docstring and script: each configuration runs ``script --single ...`` in a fresh subprocess)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objectives", nargs="+", default=None,
+                        help=f"default: {' '.join(objectives) if objectives else 'every registered objective'}")
     parser.add_argument("--sizes", nargs="+", choices=["small", "paper"], default=["small"])
     parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration")
     parser.add_argument("--warmup", type=int, default=2)
@@ -145,21 +159,28 @@ def main() -> None:
                         help="autocast dtype (default: bf16 on CUDA, none on CPU)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="objective settings on top of the size's, e.g. reset_gate=fused (skipthought)")
+    parser.add_argument("--batch-size", type=int, default=None, help="instead of the size's batch size")
+    parser.add_argument("--corpus", default=None, help="a prepared corpus instead of the synthetic one")
+    parser.add_argument("--wordvecs", default=None, help="with --corpus: its word vectors (default: random)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument("--single", nargs=2, metavar=("OBJECTIVE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     amp = args.amp or ("bf16" if args.device.startswith("cuda") else "none")
     overrides = dict(parse_overrides(args.set))
     if args.single:
-        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp, overrides)))
+        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp, overrides, build,
+                                 args.corpus, args.wordvecs, args.batch_size)))
         return
 
-    objectives = args.objectives or registry.objective_names()
+    objectives = args.objectives or objectives or registry.objective_names()
     results = []
     for name in objectives:
         for size in args.sizes:
-            command = [sys.executable, __file__, "--single", name, size, "--steps", str(args.steps),
-                       "--warmup", str(args.warmup), "--device", args.device, "--amp", amp, "--set", *args.set]
+            command = [sys.executable, script, "--single", name, size, "--steps", str(args.steps),
+                       "--warmup", str(args.warmup), "--device", args.device, "--amp", amp, "--set", *args.set,
+                       *(["--batch-size", str(args.batch_size)] if args.batch_size else []),
+                       *(["--corpus", args.corpus] if args.corpus else []),
+                       *(["--wordvecs", args.wordvecs] if args.wordvecs else [])]
             done = subprocess.run(command, capture_output=True, text=True, env=os.environ)
             if done.returncode != 0:
                 results.append({"objective": name, "size": size, "error": done.stderr.strip()[-2000:]})
@@ -167,7 +188,7 @@ def main() -> None:
                 results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(results[-1]), file=sys.stderr)
     document = {
-        "benchmark": "train_step", "machine": platform.platform(), "processor": platform.processor(),
+        "benchmark": benchmark, "corpus": args.corpus or "synthetic", "machine": platform.platform(), "processor": platform.processor(),
         "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
         "results": results,

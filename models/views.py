@@ -20,7 +20,7 @@ from typing import ClassVar, Literal
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from skipview.models.batching import Sentences
 from skipview.models.vocab import PAD_ID
@@ -87,6 +87,20 @@ def embed(sentences: Sentences, word_vectors: torch.Tensor) -> torch.Tensor:
     return nn.functional.embedding(sentences.ids, word_vectors)
 
 
+def pack_by_length(x: torch.Tensor, lengths_cpu: torch.Tensor) -> PackedSequence:
+    """``pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)`` without its host-device sync.
+
+    That function sorts the host lengths and copies the permutation to the device from pageable memory, a copy
+    that waits for all the device's queued work, once per forward. Here the permutation goes from page-locked
+    memory, asynchronously. The PackedSequence remembers it, so the GRU's outputs come back in row order."""
+    lengths, order = lengths_cpu.sort(descending=True)
+    if x.is_cuda:
+        order = order.pin_memory()
+    order = order.to(x.device, non_blocking=True)
+    packed = pack_padded_sequence(x.index_select(0, order), lengths, batch_first=True)
+    return PackedSequence(packed.data, packed.batch_sizes, order)
+
+
 # -------------------------------------------------------------------------------------------------- views
 
 
@@ -123,8 +137,7 @@ class BiGRUView(View):
         return 2 * self.hidden_size * (4 if mode == "supervised" else 1)
 
     def _run(self, x: torch.Tensor, sentences: Sentences, need_states: bool):
-        packed = pack_padded_sequence(x, sentences.lengths_cpu, batch_first=True, enforce_sorted=False)
-        outputs, last = self.gru(packed)
+        outputs, last = self.gru(pack_by_length(x, sentences.lengths_cpu))
         # last: (2, B, h) in the caller's row order (PackedSequence remembers the unsorting permutation)
         last = torch.cat([last[0], last[1]], dim=-1)
         if not need_states:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ DEFAULT_DB = "mlflow.db"
 RUN_KEY_TAG = "skipview.run_key"
 MAX_PARAM_LENGTH = 6000      # MLflow 3's limit on a param value
 PARAMS_PER_BATCH = 100       # MLflow's limit on params per log_batch call
+METRICS_PER_BATCH = 1000     # and on metrics
 
 
 def tracking_uri() -> str:
@@ -108,10 +109,18 @@ def last_logged_step(mlflow_client, run_id: str, key: str) -> int:
 
 
 def log_metrics(mlflow_client, run_id: str, metrics: Mapping[str, float], step: int) -> None:
+    log_metric_steps(mlflow_client, run_id, [(step, metrics)])
+
+
+def log_metric_steps(mlflow_client, run_id: str, records: Iterable[tuple[int, Mapping[str, float]]]) -> None:
+    """The metrics of many steps in as few ``log_batch`` calls as MLflow allows (each call is a database
+    transaction: one per step would cost a training step a noticeable share of its time)."""
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
-    mlflow_client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()])
+    metrics = [Metric(k, float(v), now, step) for step, values in records for k, v in values.items()]
+    for start in range(0, len(metrics), METRICS_PER_BATCH):
+        mlflow_client.log_batch(run_id, metrics=metrics[start: start + METRICS_PER_BATCH])
 
 
 def _param_value(value: Any) -> str:

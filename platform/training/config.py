@@ -37,7 +37,9 @@ class TrainSettings(Strict):
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     seed: int = 0
-    log_every: int = Field(1, ge=1, description="steps between metric logs to MLflow")
+    log_every: int = Field(10, ge=1, description="steps between reads of the step values from the device (one "
+                           "all-reduce and host sync: the divergence check, throughput, the objective's metrics); "
+                           "every step's loss and gradient norm are recorded")
     checkpoint_every: int = Field(100, ge=1, description="steps between checkpoints (and STS14 evaluations)")
     senteval_dir: str | None = Field(None, description="SentEval data/downstream; enables periodic STS14")
     postprocessing_sentences: int = Field(20000, ge=10, description="training sentences to fit the top PCs on")

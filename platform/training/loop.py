@@ -4,12 +4,18 @@ It takes one plain ``config`` dict (``TrainSettings`` + the run's bookkeeping, s
 Tune trial can run the very same function with its own values.
 
 Per step: forward under autocast (GPU), backward, gradient clipping, optimiser and schedule step,
-``objective.after_optimizer_step()`` on the unwrapped module. Every ``log_every`` steps rank 0 logs loss,
-learning rate, throughput and the objective's own metrics (e.g. the temperature) straight to MLflow; Ray only
-hears from the workers every ``checkpoint_every`` steps, with a checkpoint (a report costs one controller poll,
-about 2 s, so reporting every step would dominate a small step). At each checkpoint rank 0 evaluates STS14 when
-SentEval data is configured; the value is reported with the checkpoint, so ``CheckpointConfig`` keeps the best
-by STS14 and Tune can schedule on it.
+``objective.after_optimizer_step()`` on the unwrapped module. Batches are read ahead in a background thread
+(``prefetch``). Nothing in a step waits for the device: the loss and gradient norm of every step stay on it until
+every ``log_every`` steps, when one all-reduce brings the window's values to every rank. That read is where a
+non-finite step is found (every rank sees the same values, so every rank stops at the same step, and it always
+comes before a checkpoint, so no checkpoint holds diverged weights), and where rank 0 records every step's loss
+and gradient norm, the window's throughput, the learning rate and the objective's own metrics (e.g. the
+temperature). MLflow receives them in batches (``Tracker``): a database transaction per step would cost a
+small step a noticeable share of its time. Ray only hears from the workers every ``checkpoint_every`` steps,
+with a checkpoint (a report costs one controller poll, about 2 s, so reporting every step would dominate a small
+step). At each checkpoint rank 0 evaluates STS14 on its training device when SentEval data is configured; the
+value is reported with the checkpoint, so ``CheckpointConfig`` keeps the best by STS14 and Tune can schedule on
+it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -27,9 +34,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from skipview.models.views import MODES, Mode
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import TrainSettings
 from skipview.platform.training.objectives import build
+from skipview.platform.training.prefetch import prefetch
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +81,16 @@ def parameters_digest(module: torch.nn.Module) -> float:
 
 
 class Tracker:
-    """Rank 0's MLflow run; a no-op on other ranks."""
+    """Rank 0's MLflow run; a no-op on other ranks. Metrics are buffered and written at most every
+    ``FLUSH_SECONDS`` in one batch, and always before a checkpoint, a tag and the end of the run."""
+
+    FLUSH_SECONDS = 10.0
 
     def __init__(self, config: dict[str, Any], rank: int, run_id: str | None):
         self.client = None
         self.run_id = run_id
+        self.pending: list[tuple[int, dict[str, float]]] = []
+        self.flushed_at = time.monotonic()
         if rank != 0:
             return
         from skipview.platform.tracking import store
@@ -92,16 +106,26 @@ class Tracker:
 
     def metrics(self, values: dict[str, float], step: int) -> None:
         if self.client is not None and step > self.logged_through:
+            self.pending.append((step, values))
+            if time.monotonic() - self.flushed_at >= self.FLUSH_SECONDS:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.client is not None and self.pending:
             from skipview.platform.tracking import store
 
-            store.log_metrics(self.client, self.run_id, values, step)
+            store.log_metric_steps(self.client, self.run_id, self.pending)
+            self.pending = []
+        self.flushed_at = time.monotonic()
 
     def tag(self, key: str, value: str) -> None:
         if self.client is not None:
+            self.flush()
             self.client.set_tag(self.run_id, key, value)
 
     def finish(self, status: str) -> None:
         if self.client is not None:
+            self.flush()
             self.client.set_terminated(self.run_id, status=status)
 
 
@@ -123,8 +147,12 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     np.random.seed(settings.seed * 1009 + rank)
     torch.manual_seed(settings.seed * 1009 + rank)
 
+    # broadcast_buffers=False: an objective's buffers are constants every rank builds identically
+    # (models/objective.py); DDP's default would send rank 0's word-vector matrix (148,046 x 300 floats, 178 MB
+    # on the novels) to every rank before every forward
     model = ray.train.torch.prepare_model(
-        built.objective, parallel_strategy_kwargs={"find_unused_parameters": settings.ddp_find_unused_parameters})
+        built.objective, parallel_strategy_kwargs={"find_unused_parameters": settings.ddp_find_unused_parameters,
+                                                   "broadcast_buffers": False})
     objective = getattr(model, "module", model)
     opt = settings.optimizer
     optimizer = torch.optim.Adam(objective.parameters(), lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)
@@ -154,10 +182,13 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     def report(extra: dict[str, float], final_model: Path | None = None) -> None:
         metrics = {"step": progress.step, "epoch": progress.epoch, **extra}
         if rank == 0 and settings.senteval_dir:
-            score = evaluate_sts14(built, settings)
+            score = evaluate_sts14(built, settings, device)
             metrics["sts14"] = score
             progress.best_sts14 = score if progress.best_sts14 is None else max(progress.best_sts14, score)
             tracker.metrics({"sts14": score}, progress.step)
+        # a restarted run continues MLflow's history after the last logged step: everything up to this
+        # checkpoint must be there
+        tracker.flush()
         with tempfile.TemporaryDirectory() as scratch:
             directory = Path(scratch)
             ckpt.write(directory, rank=rank, progress=progress, model=objective, optimizer=optimizer,
@@ -168,18 +199,15 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     if progress.step == 0 and rank == 0 and settings.senteval_dir:
         # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
-        tracker.metrics({"sts14": evaluate_sts14(built, settings)}, 0)
-    window = {"start": time.perf_counter(), "sentences": 0, "tokens": 0}
+        tracker.metrics({"sts14": evaluate_sts14(built, settings, device)}, 0)
+    window = Window(progress.step)
     last_loss = float("nan")
     model.train()
     while not finished(progress, settings):
         epoch_had_batches = False
-        for batch in built.batches(rank=rank, world_size=world_size, epoch=progress.epoch,
-                                   start_batch=progress.batch):
+        batches = built.batches(rank=rank, world_size=world_size, epoch=progress.epoch, start_batch=progress.batch)
+        for batch in prefetch(batches, device):
             epoch_had_batches = True
-            window["sentences"] += batch.num_sentences
-            window["tokens"] += batch.num_tokens
-            batch = batch.to(device, non_blocking=True)
             autocast = torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else nullcontext()
             with autocast:
                 out = model(batch)
@@ -187,13 +215,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             (scaler.scale(out.loss) if scaler else out.loss).backward()
             if scaler:
                 scaler.unscale_(optimizer)
-            # DDP has all-reduced the gradients, so this norm (and the decision below) is the same on every rank.
+            # DDP has all-reduced the gradients, so this norm is the same on every rank.
             grad_norm = torch.nn.utils.clip_grad_norm_(objective.parameters(),
                                                        opt.grad_clip if opt.grad_clip else float("inf"))
-            loss_value, grad_value = shared_loss_and_norm(out.loss, grad_norm, world_size)
-            # With fp16 an infinite gradient is an overflow the grad scaler skips, not a divergence.
-            if not math.isfinite(loss_value) or (scaler is None and not math.isfinite(grad_value)):
-                stop_diverged(tracker, progress.step + 1, loss_value, grad_value)
             if scaler:
                 scaler.step(optimizer)
                 scaler.update()
@@ -203,13 +227,16 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             objective.after_optimizer_step()
             progress.step += 1
             progress.batch += 1
-            last_loss = loss_value
+            window.add(out.loss, grad_norm, batch)
 
-            if progress.step % settings.log_every == 0:
-                log_step(tracker, window, out, loss_value, grad_value, scheduler.get_last_lr()[0],
-                         progress.step, device, world_size)
             done = finished(progress, settings)
-            if progress.step % settings.checkpoint_every == 0 and not done:
+            checkpoint_due = progress.step % settings.checkpoint_every == 0 and not done
+            if progress.step % settings.log_every == 0 or checkpoint_due or done:
+                # every rank reads at the same steps, and always before a checkpoint
+                last_loss = close_window(window, tracker, out, scheduler.get_last_lr()[0], world_size,
+                                         overflow_is_skipped=scaler is not None)
+                window = Window(progress.step)
+            if checkpoint_due:
                 report({"loss": last_loss})
             if done:
                 break
@@ -233,7 +260,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     model_dir = None
     if rank == 0:
         model_dir = Path(tempfile.mkdtemp()) / ckpt.MODEL_DIR
-        encoder = finished_encoder(built, settings)
+        encoder = finished_encoder(built, settings, device)
         encoder.save(model_dir)
         if settings.final_eval_tasks and settings.senteval_dir:
             from skipview.platform.evaluation.suite import run_tasks
@@ -268,14 +295,52 @@ def checkpoints_newest_first(latest):
         yield r.checkpoint
 
 
-def shared_loss_and_norm(loss: torch.Tensor, grad_norm: torch.Tensor, world_size: int) -> tuple[float, float]:
-    """Mean loss over ranks and the (already shared) gradient norm. One tiny all-reduce per step makes the
-    divergence decision collective: a NaN on one rank stops every rank at the same step instead of hanging."""
-    values = torch.stack([loss.detach().float(), grad_norm.detach().float()])
-    if world_size > 1:
-        dist.all_reduce(values)
-        values /= world_size
-    return float(values[0]), float(values[1])
+class Window:
+    """The steps since the last read: their loss and gradient norm, left on the device (reading them each step
+    would make the host wait for the device every step), their sentence and token counts, and its start time."""
+
+    def __init__(self, last_step: int):
+        self.first_step = last_step + 1
+        self.values: list[torch.Tensor] = []
+        self.sentences = self.tokens = 0
+        self.start = time.perf_counter()
+
+    def add(self, loss: torch.Tensor, grad_norm: torch.Tensor, batch) -> None:
+        self.values.append(torch.stack([loss.detach().float(), grad_norm.detach().float()]))
+        self.sentences += batch.num_sentences
+        self.tokens += batch.num_tokens
+
+    def read(self, world_size: int) -> tuple[np.ndarray, float, float]:
+        """(steps, 2) loss and gradient norm of each step averaged over ranks, and the sentences and tokens of
+        all ranks: one all-reduce and one copy to the host for the whole window. Every rank must call it."""
+        per_step = torch.stack(self.values).double()
+        counts = torch.tensor([self.sentences, self.tokens], dtype=torch.float64, device=per_step.device)
+        values = torch.cat([per_step.flatten(), counts])
+        if world_size > 1:
+            dist.all_reduce(values)
+        values = values.cpu()
+        return (values[:-2] / world_size).view(-1, 2).numpy(), float(values[-2]), float(values[-1])
+
+
+def close_window(window: Window, tracker: "Tracker", out, lr: float, world_size: int, *,
+                 overflow_is_skipped: bool) -> float:
+    """Read the window and record it; the last step's loss. A non-finite step stops the run by raising
+    ``Diverged`` (every rank reads the same values, so every rank stops here). With fp16 an infinite gradient is an
+    overflow the grad scaler skipped, not a divergence (``overflow_is_skipped``)."""
+    per_step, sentences, tokens = window.read(world_size)
+    finite = np.isfinite(per_step[:, 0]) & (overflow_is_skipped | np.isfinite(per_step[:, 1]))
+    good = len(per_step) if finite.all() else int(np.argmin(finite))
+    for offset in range(good):
+        tracker.metrics({"loss": per_step[offset, 0], "grad_norm": per_step[offset, 1]}, window.first_step + offset)
+    if good < len(per_step):
+        stop_diverged(tracker, window.first_step + good, *per_step[good])
+    if tracker.client is not None:
+        elapsed = max(time.perf_counter() - window.start, 1e-9)
+        # the objective's own metrics are rank 0's, of the window's last step; the rest are over all ranks
+        values = {k: float(v.detach()) for k, v in out.metrics.items()}
+        values.update({"lr": lr, "sentences_per_s": sentences / elapsed, "tokens_per_s": tokens / elapsed})
+        tracker.metrics(values, window.first_step + len(per_step) - 1)
+    return float(per_step[-1, 0])
 
 
 def finished(progress: ckpt.Progress, settings: TrainSettings) -> bool:
@@ -283,25 +348,8 @@ def finished(progress: ckpt.Progress, settings: TrainSettings) -> bool:
             or (settings.epochs is not None and progress.epoch >= settings.epochs))
 
 
-def log_step(tracker: Tracker, window: dict, out, loss: float, grad_norm: float, lr: float, step: int,
-             device: torch.device, world_size: int) -> None:
-    """Throughput over the window since the last log, summed over ranks (all ranks take part in the sum)."""
-    counts = torch.tensor([window["sentences"], window["tokens"]], dtype=torch.float64,
-                          device=device if device.type == "cuda" else "cpu")
-    if world_size > 1:
-        dist.all_reduce(counts)
-    elapsed = max(time.perf_counter() - window["start"], 1e-9)
-    if tracker.client is not None:
-        # the objective's own metrics are rank 0's; the loss and throughput below are over all ranks
-        values = {k: float(v.detach()) for k, v in out.metrics.items()}
-        values.update({"loss": loss, "grad_norm": grad_norm, "lr": lr, "sentences_per_s": float(counts[0]) / elapsed,
-                       "tokens_per_s": float(counts[1]) / elapsed})
-        tracker.metrics(values, step)
-    window.update(start=time.perf_counter(), sentences=0, tokens=0)
-
-
 def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) -> None:
-    """Every rank stops (the gradient norm that decides it is shared) by raising ``Diverged``: the run fails for Ray
+    """Every rank stops (the window's values that decide it are shared) by raising ``Diverged``: the run fails for Ray
     (``divergence.FailOnDivergence`` keeps Ray from restarting it) and the last good checkpoint stays the latest."""
     message = f"non-finite training at step {step}: loss={loss}, gradient norm={grad_norm}"
     log.error("%s; stopping, the last good checkpoint is kept", message)
@@ -311,22 +359,25 @@ def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) ->
     raise Diverged(message)
 
 
-def evaluate_sts14(built, settings: TrainSettings) -> float:
+def evaluate_sts14(built, settings: TrainSettings, device: torch.device) -> float:
+    """STS14 of the current weights, on the training device; STS14 is unsupervised, so only that mode's
+    post-processing component is fitted."""
     from skipview.platform.evaluation.suite import sts14
 
     objective = built.objective
     was_training = objective.training
     objective.eval()
     try:
-        return sts14(finished_encoder(built, settings), settings.senteval_dir)
+        return sts14(finished_encoder(built, settings, device, modes=("unsupervised",)), settings.senteval_dir)
     finally:
         objective.train(was_training)
 
 
-def finished_encoder(built, settings: TrainSettings):
-    """The inference-side encoder of the current weights with its post-processing fitted on training sentences."""
-    encoder = built.objective.sentence_encoder(built.corpus.tokenizer, built.corpus.vocab)
-    built.fit_postprocessing(encoder, settings.postprocessing_sentences, seed=settings.seed)
+def finished_encoder(built, settings: TrainSettings, device: torch.device, modes: Sequence[Mode] = MODES):
+    """The inference-side encoder of the current weights on ``device``, with the post-processing of ``modes``
+    fitted on training sentences."""
+    encoder = built.objective.sentence_encoder(built.corpus.tokenizer, built.corpus.vocab).to(device)
+    built.fit_postprocessing(encoder, settings.postprocessing_sentences, seed=settings.seed, modes=modes)
     return encoder
 
 

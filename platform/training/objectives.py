@@ -17,6 +17,7 @@ import numpy as np
 
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.objective import Objective
+from skipview.models.views import MODES
 from skipview.models.vocab import Vocab
 from skipview.platform.training.config import TrainSettings
 
@@ -64,11 +65,11 @@ class Built:
         return iterate_batches(self.corpus, self.objective.example_kind, s.batch_size, max_len=s.max_len, rank=rank,
                                world_size=world_size, seed=s.seed, epoch=epoch, start_batch=start_batch)
 
-    def fit_postprocessing(self, encoder, num_sentences: int, *, seed: int) -> None:
+    def fit_postprocessing(self, encoder, num_sentences: int, *, seed: int, modes=MODES) -> None:
         from skipview.models.batching import sample_sentence_ids
 
         encoder.fit_postprocessing(sample_sentence_ids(self.corpus, num_sentences, seed=seed,
-                                                       max_len=self.settings.max_len))
+                                                       max_len=self.settings.max_len), modes=modes)
 
 
 def build(settings: TrainSettings) -> Built:

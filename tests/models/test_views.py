@@ -6,7 +6,9 @@ import torch
 
 from skipview.models import registry
 from skipview.models.batching import Sentences, WindowBatch
-from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors, pack_by_length
 
 LENGTHS = [5, 1, 3, 4]
 
@@ -33,6 +35,15 @@ def test_packed_bigru_last_states_match_running_each_sentence_alone(batch_and_ve
     for row, n in enumerate(LENGTHS):
         _, last = run_alone(view, x[row, :n])
         torch.testing.assert_close(batched[row], last, rtol=1e-5, atol=1e-6)
+
+
+def test_packing_by_length_is_torchs_unsorted_packing(batch_and_vectors):
+    sentences, vectors = batch_and_vectors
+    x = embed(sentences, vectors)
+    ours = pack_by_length(x, sentences.lengths_cpu)
+    torchs = pack_padded_sequence(x, sentences.lengths_cpu, batch_first=True, enforce_sorted=False)
+    for field in ("data", "batch_sizes", "sorted_indices", "unsorted_indices"):
+        torch.testing.assert_close(getattr(ours, field), getattr(torchs, field), rtol=0, atol=0, msg=field)
 
 
 def test_bigru_pooling_ignores_padding(batch_and_vectors):

@@ -33,6 +33,16 @@ def test_open_run_continues_the_run_of_a_key(tmp_path):
     assert [(m.step, m.value) for m in client.get_metric_history(first, "loss")] == [(3, 2.0)]
 
 
+def test_many_steps_go_in_chunks_mlflow_accepts(tmp_path):
+    client = store.client(f"sqlite:///{tmp_path}/m.db")
+    run_id, _ = store.open_run(client, "study", "runs/a", "a")
+    steps = store.METRICS_PER_BATCH // 2 + 1             # two metrics a step: more than one log_batch call
+    store.log_metric_steps(client, run_id, [(step, {"loss": step / 2, "grad_norm": 1.0}) for step in range(steps)])
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "loss")] == [
+        (step, step / 2) for step in range(steps)]
+    assert len(client.get_metric_history(run_id, "grad_norm")) == steps
+
+
 def test_dvc_hash_from_lock_and_fallback(tmp_path):
     data = tmp_path / "artifacts" / "prepared"
     data.mkdir(parents=True)
