@@ -21,7 +21,7 @@ from pathlib import Path
 from skipview.platform.cluster.package import stage_package
 
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
-AGENT_WAIT_S = 120          # how long a job waits for the job agent of a head that is still starting
+AGENT_WAIT_S = 300          # how long a job waits for the job agent of a head that is still starting
 
 
 def entrypoint(command: list[str]) -> str:
