@@ -71,33 +71,38 @@ def artifact_location(mlflow_client, experiment: str) -> str | None:
     return (Path(uri[len("sqlite:///"):]).parent / "mlartifacts" / experiment).resolve().as_uri()
 
 
-def find_run(mlflow_client, experiment: str, run_key: str) -> str | None:
-    """The id of the run recorded for ``run_key`` in ``experiment``, or None."""
-    exp = mlflow_client.get_experiment_by_name(experiment)
-    if exp is None:
+def find_run(mlflow_client, experiment: str | None, run_key: str) -> str | None:
+    """The id of the run recorded for ``run_key`` in ``experiment`` (None: in any experiment), or None."""
+    if experiment is None:
+        ids = [exp.experiment_id for exp in mlflow_client.search_experiments()]
+    else:
+        exp = mlflow_client.get_experiment_by_name(experiment)
+        ids = [exp.experiment_id] if exp is not None else []
+    if not ids:
         return None
-    runs = mlflow_client.search_runs([exp.experiment_id], filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}'",
+    runs = mlflow_client.search_runs(ids, filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}'",
                                      max_results=2, order_by=["attributes.start_time ASC"])
     return runs[0].info.run_id if runs else None
 
 
 def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run_id: str | None = None,
              params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None) -> tuple[str, bool]:
-    """Continue ``run_id`` (from a checkpoint) or the run recorded for ``run_key``, else create one.
+    """Continue the run recorded for ``run_key``, else ``run_id`` (the one a checkpoint names), else create one.
 
-    Returns ``(run_id, resumed)``. Params are logged only on creation: MLflow refuses to change a logged param,
-    and a resumed run keeps the settings it was started with.
+    The key comes first: a checkpoint copied from another run (``skipview ablation --warm-start``) names the run
+    it was written by, not the run now resuming from it. Returns ``(run_id, resumed)``. Params are logged only on
+    creation: MLflow refuses to change a logged param, and a resumed run keeps the settings it was started with.
     """
     from mlflow.entities import Param, RunStatus
 
-    run_id = run_id or find_run(mlflow_client, experiment, run_key)
+    run_id = find_run(mlflow_client, experiment, run_key) or run_id
     if run_id is not None:
         mlflow_client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
         return run_id, True
     run = mlflow_client.create_run(experiment_id(mlflow_client, experiment), run_name=run_name,
                                    tags={RUN_KEY_TAG: run_key, **(tags or {})})
     run_id = run.info.run_id
-    items = [Param(k, _param_value(v)) for k, v in sorted(flatten(params or {}).items())]
+    items = [Param(k, param_value(v)) for k, v in sorted(flatten(params or {}).items())]
     for start in range(0, len(items), PARAMS_PER_BATCH):
         mlflow_client.log_batch(run_id, params=items[start: start + PARAMS_PER_BATCH])
     return run_id, False
@@ -123,6 +128,6 @@ def log_metric_steps(mlflow_client, run_id: str, records: Iterable[tuple[int, Ma
         mlflow_client.log_batch(run_id, metrics=metrics[start: start + METRICS_PER_BATCH])
 
 
-def _param_value(value: Any) -> str:
+def param_value(value: Any) -> str:
     text = str(value)
     return text if len(text) <= MAX_PARAM_LENGTH else text[: MAX_PARAM_LENGTH - 3] + "..."

@@ -5,23 +5,27 @@ A study is resumable: a (cell, seed) whose MLflow run is finished and evaluated 
 refitted under the same Train run name and so resumes from its last checkpoint. Each run carries the tags the
 MLflow UI's compare view groups by (objective, views, invertible, seed, cell) and logs each view's evaluation as
 ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (the report's contract, see ``matrix``).
-The compare view's axes are params and metrics only, so the identity (cell, views, invertible, seed) is also
-logged as params, and each report column of the run's summary view (``sts_avg``, ``binary_avg``, ...) as a metric.
+The compare view's axes are params and metrics only, so the identity is also logged as params (``matrix.cell``,
+``matrix.views``, ``matrix.invertible``, ``matrix.seed``), and each report column of the run's summary view
+(``sts_avg``, ``binary_avg``, ...) as a metric. The view's plot starts on the first three params that differ between
+the runs, sorted by name: everything else a run records goes under ``train.`` (a trained model's settings, a
+combined row's parts) or ``reference.`` (a baseline's encoder and vectors), so those three are the matrix.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from skipview.platform.tracking import store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, Cell, Matrix, PlannedRun,
-                                             metric_key, plan)
+from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, TRAIN_PARAMS, Cell, Matrix,
+                                             PlannedRun, metric_key, plan)
 from skipview.platform.tuning.search import absolute_paths
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,7 @@ class StudySettings:
     protocol: str = "full"
     tracking_uri: str | None = None
     component_fit: str = "subset"           # where every row's top component is fitted (evaluation.encoding)
+    warm_start: str | None = None           # a shorter study of the same models to continue from (warm_start())
 
 
 class CombinedEncoder:
@@ -126,8 +131,6 @@ def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_di
 
 def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list[dict[str, Any]]:
     """Train and evaluate every planned run not yet recorded; return one record per planned run."""
-    from dataclasses import replace
-
     if base.senteval_dir is None:
         raise ValueError("the ablation evaluates every model: give the SentEval data directory (--senteval-dir)")
     study = replace(study, tracking_uri=study.tracking_uri or store.tracking_uri())
@@ -151,6 +154,65 @@ def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
                        cpus_per_worker=study.cpus_per_worker, gpus_per_worker=study.gpus_per_worker,
                        experiment=study.experiment, tracking_uri=study.tracking_uri,
                        output=str(driver.local_root(study.storage) / study.name / "models" / name))
+
+
+# What a longer run of the same model may change: its budget. Anything else differing means the continued run is not
+# the longer run it would be recorded as.
+BUDGET_KEYS = ("epochs", "max_steps")
+WARM_START_TAG = "skipview.warm_start_from"
+
+
+def warm_start(client, study: StudySettings, cell: str, seed: int, settings: TrainSettings, run_id: str) -> float:
+    """Begin (cell, seed) of this study where the same (cell, seed) of the shorter study ``study.warm_start`` ended:
+    copy its Ray run directory, from which the loop resumes as from its own last checkpoint (weights, optimiser,
+    data position, RNG state), and its training curves into this run's MLflow history. With a constant learning
+    rate that is exactly the longer run, less the steps already trained. Returns the earlier run's training hours,
+    which count towards this run's cost (also when the copy was made by an earlier, interrupted attempt)."""
+    run, source = train_run(study, cell, seed), train_run(replace(study, name=study.warm_start), cell, seed)
+    source_id = client.get_run(run_id).data.tags.get(WARM_START_TAG) or store.find_run(client, None,
+                                                                                       driver.run_key(source))
+    if source_id is None:
+        raise ValueError(f"--warm-start {study.warm_start}: no recorded run {source.name} under {study.storage}")
+    recorded = client.get_run(source_id).data
+    if EVALUATED_TAG not in recorded.tags:
+        raise ValueError(f"--warm-start {study.warm_start}: run {source.name} has not finished")
+    target = Path(driver.storage_root(study.storage)) / run.name
+    if not target.exists():
+        _check_longer(settings, recorded.params, source.name, study.warm_start)
+        if driver.is_uri(study.storage):
+            raise ValueError("--warm-start copies Ray run directories: it needs a local --storage")
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(Path(driver.storage_root(study.storage)) / source.name, partial)
+        # the training curves (loss, STS14, ...: logged over steps), not the source's own step-0 records (its
+        # evaluation, its hours); curves first, as the loop logs from the step after the last "loss" it finds
+        histories = [client.get_metric_history(source_id, key) for key in recorded.metrics]
+        store.log_metric_steps(client, run_id, [(m.step, {m.key: m.value}) for history in histories
+                                                if any(m.step > 0 for m in history) for m in history])
+        client.set_tag(run_id, WARM_START_TAG, source_id)
+        partial.rename(target)                  # the copy counts only once it is whole
+        log.info("%s: continues %s (MLflow run %s)", run.name, source.name, source_id)
+    return recorded.metrics.get(HOURS, 0.0)
+
+
+def _check_longer(settings: TrainSettings, source_params: dict[str, str], source: str, study: str) -> None:
+    if settings.optimizer.schedule != "constant":
+        raise ValueError(f"--warm-start {study}: optimizer.schedule={settings.optimizer.schedule} decays over the "
+                         "whole run, so a continued run is not the longer run; it needs a constant schedule")
+    planned = {key: store.param_value(value)
+               for key, value in store.flatten({TRAIN_PARAMS: settings.model_dump(mode="json")}).items()}
+    # runs recorded before the settings moved under train.* carry them unprefixed
+    source_params = {**{f"{TRAIN_PARAMS}.{key}": value for key, value in source_params.items()}, **source_params}
+    budget = [f"{TRAIN_PARAMS}.{key}" for key in BUDGET_KEYS]
+    differing = sorted(key for key in planned if key not in budget and planned[key] != source_params.get(key))
+    if differing:
+        raise ValueError(f"--warm-start {study}: {source} was trained with other settings ("
+                         + ", ".join(f"{k}: {source_params.get(k)} -> {planned[k]}" for k in differing[:4])
+                         + "); only " + " / ".join(BUDGET_KEYS) + " may change")
+    for key in budget:
+        old, new = source_params.get(key, "None"), planned[key]
+        if old != "None" and (new == "None" or int(new) < int(old)):
+            raise ValueError(f"--warm-start {study}: {key} {new} does not extend {source}'s {old}")
 
 
 def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
@@ -192,15 +254,15 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
     if cell.combine is not None:
         encoder, metrics = _combined_parts(client, study, cell, planned.seed)
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={**planned.identity, "combine": cell.combine}, tags=planned.tags)
+                                   params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine}, tags=planned.tags)
     elif cell.baseline is not None:
         from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={**planned.identity, "baseline": cell.baseline, "wordvecs": base.wordvecs,
-                                           "component_fit": study.component_fit}, tags=planned.tags)
+                                   params={**planned.identity, "reference.baseline": cell.baseline,
+                                           "reference.wordvecs": base.wordvecs}, tags=planned.tags)
         if study.component_fit == "corpus":
             raise ValueError(f"{cell.name}: component_fit 'corpus' is for trained models; compare baselines and "
                              "models with 'task' or 'subset'")
@@ -210,11 +272,12 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         settings = cell_settings(base, cell, planned.seed)
         # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={**settings.model_dump(mode="json"), **planned.identity},
+                                   params={**planned.identity, TRAIN_PARAMS: settings.model_dump(mode="json")},
                                    tags={**driver.tags_for(settings), **planned.tags})
+        earlier_hours = warm_start(client, study, cell.name, planned.seed, settings, run_id) if study.warm_start else 0.0
         start = time.perf_counter()
         outcome = driver.train(settings, run)
-        hours = (time.perf_counter() - start) / 3600
+        hours = earlier_hours + (time.perf_counter() - start) / 3600
         from skipview.models.encoder import SentenceEncoder
 
         encoder = SentenceEncoder.load(outcome.model_dir)
@@ -225,9 +288,12 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
     start = time.perf_counter()
     metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol,
                                   study.component_fit))
-    metrics.update(summary_metrics(matrix_columns, planned, metrics))
+    # the summary first: the compare view's plot starts on the first metric every selected run has, in the order
+    # the first run recorded them
+    metrics = {**summary_metrics(matrix_columns, planned, metrics), **metrics}
     store.log_metrics(client, run_id, metrics, step=0)
     client.set_tag(run_id, "eval.protocol", study.protocol)
+    client.set_tag(run_id, "eval.component_fit", study.component_fit)
     client.set_tag(run_id, "eval.tasks", ",".join(tasks))
     client.set_tag(run_id, "eval.seconds", f"{time.perf_counter() - start:.0f}")
     client.set_tag(run_id, EVALUATED_TAG, "true")

@@ -109,6 +109,10 @@ def ablation(
     experiment: str = typer.Option("ablation", help="MLflow experiment of the study"),
     report_dir: Path = typer.Option(Path("reports"), help="where ablation.md, .png and _summary.json go"),
     report_only: bool = typer.Option(False, help="train nothing: rebuild the report from the MLflow runs"),
+    warm_start: Optional[str] = typer.Option(
+        None, help="name of a shorter study of the same models (same --storage, same settings but for epochs / "
+                   "max_steps, constant learning rate): each model continues from that study's last checkpoint "
+                   "of the same cell and seed instead of training its first steps again"),
 ) -> None:
     """Run the multi-view paper's ablation matrix (Table 6) and write its report.
 
@@ -140,7 +144,7 @@ def ablation(
         study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, first_seed=first_seed,
                               references=references,
                               workers=workers, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
-                              protocol=protocol, component_fit=component_fit,
+                              protocol=protocol, component_fit=component_fit, warm_start=warm_start,
                               tasks=tuple(t.strip() for t in tasks.split(",")) if tasks else REPORT_TASKS)
         driver.connect(address)
         records = run_study(study_matrix, base, study)

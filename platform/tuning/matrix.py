@@ -44,6 +44,7 @@ EVALUATED_TAG = "skipview.ablation.evaluated"     # set once every view is evalu
 ENSEMBLE = "ensemble"
 HOURS = "train/hours"
 SENTENCES_SEEN = "train/sentences_seen"
+TRAIN_PARAMS = "train"      # a trained run's settings are its params train.<setting> (see ablation's docstring)
 
 
 class MatrixError(ValueError):
@@ -159,8 +160,8 @@ class PlannedRun:
     def identity(self) -> dict[str, str]:
         """The run's place in the matrix as MLflow params: the compare view and its parallel-coordinates plot only
         offer params and metrics as axes ("-" where a setting does not apply, so every run has every axis)."""
-        return {"cell": self.cell.name, "views": self.cell.tags.get("views", "-"),
-                "invertible": self.cell.tags.get("invertible", "-"), "seed": str(self.seed)}
+        return {"matrix.cell": self.cell.name, "matrix.views": self.cell.tags.get("views", "-"),
+                "matrix.invertible": self.cell.tags.get("invertible", "-"), "matrix.seed": str(self.seed)}
 
     @property
     def summary_view(self) -> str:

@@ -64,9 +64,9 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
     assert (gen.data.tags["objective"], gen.data.tags["invertible"], gen.data.tags["seed"]) == ("gen", "true", "0")
     assert (disc.data.tags["objective"], disc.data.tags["views"]) == ("disc", "f")
     # the shared hidden size reached both objectives; the disc-only window did not reach gen
-    assert gen.data.params["objective_settings.hidden_size"] == "8"
-    assert "objective_settings.context_window" not in gen.data.params
-    assert disc.data.params["objective_settings.context_window"] == "2"
+    assert gen.data.params["train.objective_settings.hidden_size"] == "8"
+    assert "train.objective_settings.context_window" not in gen.data.params
+    assert disc.data.params["train.objective_settings.context_window"] == "2"
     for run, views in ((gen, ("f", "g", "ensemble")), (disc, ("f",)), (avg, ("ensemble",)), (both, ("ensemble",))):
         assert run.info.status == "FINISHED"
         assert run.data.tags["eval.tasks"] == "sts14"                   # the toy data has no SICK or MR files
@@ -74,12 +74,17 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
             assert -100 <= run.data.metrics[f"{view}/sts14.pearson.mean"] <= 100
     assert "g/sts14.pearson.mean" not in disc.data.metrics              # a single-view model has only its view
     # the matrix as compare-view axes: identity params, and the report's columns of the run's summary view
-    assert {k: gen.data.params[k] for k in ("cell", "views", "invertible", "seed")} == {
+    assert {k: gen.data.params[f"matrix.{k}"] for k in ("cell", "views", "invertible", "seed")} == {
         "cell": "gen-invertible", "views": "fg", "invertible": "true", "seed": "0"}
-    assert (disc.data.params["views"], disc.data.params["invertible"]) == ("f", "-")
+    assert (disc.data.params["matrix.views"], disc.data.params["matrix.invertible"]) == ("f", "-")
+    # the compare view plots the first three differing params by name: everything but the identity sorts later
+    differing = sorted(k for k in set(gen.data.params) | set(avg.data.params) | set(both.data.params)
+                       if len({r.data.params.get(k) for r in (gen, disc, avg, both)}) > 1)
+    assert differing[:3] == ["matrix.cell", "matrix.invertible", "matrix.views"]
     assert gen.data.metrics["sts_avg"] == gen.data.metrics["ensemble/sts14.pearson.mean"]
     assert disc.data.metrics["sts_avg"] == disc.data.metrics["f/sts14.pearson.mean"]
-    assert avg.data.params["cell"] == "fasttext-avg" and "sts_avg" in avg.data.metrics
+    assert avg.data.params["matrix.cell"] == "fasttext-avg" and "sts_avg" in avg.data.metrics
+    assert avg.data.tags["eval.component_fit"] == "subset"
     assert "binary_avg" not in gen.data.metrics                          # the toy data has no classification task
     assert gen.data.metrics["train/sentences_seen"] == 4 * 16
     assert gen.data.metrics["train/hours"] > 0 and avg.data.metrics["train/hours"] == 0
@@ -97,3 +102,56 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
         gen.data.metrics["ensemble/sts14.pearson.mean"])
     assert summary["claims_measured"] == 1
     assert "fasttext-avg" in paths["markdown"].read_text()
+
+
+def _disc_f_study(tiny_data, toy_senteval, tmp_path, name, max_steps, **study):
+    corpus, wordvecs = tiny_data
+    full = load_matrix()
+    matrix = Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns)
+    base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
+                         batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50,
+                         objective_settings={"hidden_size": 8, "context_window": 2})
+    settings = StudySettings(name=name, storage=str(tmp_path / "runs"), experiment=name, seeds=1, tasks=("sts14",),
+                             protocol="fast", tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **study)
+    run_study(matrix, base, settings)
+    client = store.client(settings.tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name(name).experiment_id])
+    return client, run
+
+
+@pytest.mark.slow
+def test_warm_start_continues_a_shorter_study_into_exactly_the_longer_run(ray_session, tiny_data, toy_senteval,
+                                                                          tmp_path):
+    client, short = _disc_f_study(tiny_data, toy_senteval, tmp_path, "short", 4)
+    _, scratch = _disc_f_study(tiny_data, toy_senteval, tmp_path, "scratch", 8)
+    _, longer = _disc_f_study(tiny_data, toy_senteval, tmp_path, "longer", 8, warm_start="short")
+
+    def losses(run):
+        return [m.value for m in sorted(client.get_metric_history(run.info.run_id, "loss"), key=lambda m: m.step)]
+
+    assert len(losses(short)) == 4 and len(losses(longer)) == 8
+    assert losses(longer)[:4] == losses(short)                        # the curve carried over
+    # weights, optimiser, data position and RNG came with the checkpoint: steps 5-8 are those of a run of 8
+    np.testing.assert_allclose(losses(longer), losses(scratch), rtol=1e-5)
+    assert longer.data.metrics["f/sts14.pearson.mean"] == pytest.approx(scratch.data.metrics["f/sts14.pearson.mean"],
+                                                                        abs=1e-4)
+    assert longer.data.tags["skipview.warm_start_from"] == short.info.run_id
+    assert longer.data.metrics["train/sentences_seen"] == 8 * 16
+    assert longer.data.metrics["train/hours"] > short.data.metrics["train/hours"]
+    # the short model's own evaluation stays with it: the longer run's is one record, its own
+    assert len(client.get_metric_history(longer.info.run_id, "f/sts14.pearson.mean")) == 1
+
+
+def test_warm_start_refuses_a_run_that_is_not_the_longer_one(tmp_path):
+    from skipview.platform.tuning.ablation import _check_longer
+
+    base = TrainSettings(objective="disc", corpus="c", max_steps=8)
+    source = {k: store.param_value(v) for k, v in store.flatten({"train": base.model_dump(mode="json")}).items()}
+    _check_longer(base, {**source, "train.max_steps": "4"}, "short-disc-f-seed0", "short")      # longer: fine
+    with pytest.raises(ValueError, match=r"optimizer\.lr: 0\.1 -> 0\.001"):
+        _check_longer(base, {**source, "train.optimizer.lr": "0.1"}, "short-disc-f-seed0", "short")
+    with pytest.raises(ValueError, match="max_steps 8 does not extend short-disc-f-seed0's 16"):
+        _check_longer(base, {**source, "train.max_steps": "16"}, "short-disc-f-seed0", "short")
+    with pytest.raises(ValueError, match="constant schedule"):
+        _check_longer(base.model_copy(update={"optimizer": base.optimizer.model_copy(update={"schedule": "linear"})}),
+                      source, "short-disc-f-seed0", "short")

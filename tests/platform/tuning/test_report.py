@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,9 @@ def store(tmp_path):
                    for view in cells[cell].views for m in STS + BINARY]
         metrics += [Metric(HOURS, 0.5 + seed * 0.1, 0, 0), Metric(SENTENCES_SEEN, 1000.0 * (seed + 1), 0, 0)]
         client.log_batch(run.info.run_id, metrics=metrics)
-        for key, val in (params or {"objective.hidden_size": "64", "training.max_steps": "200"}).items():
+        for key, val in (params or {"train.objective_settings.hidden_size": "64", "train.max_steps": "200",
+                                    "train.corpus": str(Path.cwd() / "data/novels/prepared"),
+                                    "matrix.cell": cell}).items():
             client.log_param(run.info.run_id, key, val)
         client.set_terminated(run.info.run_id, status)
 
@@ -89,7 +92,9 @@ def test_report_from_mlflow_runs(store, tmp_path):
     assert ("No finished run for: gen-no-invertible, disc-ff, disc-gg, disc-g, disc-f+disc-g, disc-ff+disc-gg, "
             "skipthought." in text)
     assert "not in any run: sts15.pearson.mean, sts16.pearson.mean" in text
-    assert "| `training.max_steps` | `200` |" in text                    # the shared settings state dims and steps
+    assert "| `max_steps` | `200` |" in text                             # the shared settings state dims and steps
+    assert "| `corpus` | `data/novels/prepared` |" in text                # relative to the working directory
+    assert "matrix.cell" not in text                                     # the identity is not a setting
     assert "fasttext-avg" not in text                                    # baselines appear only when they ran
     assert paths["chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list((tmp_path / "reports").glob(".*.partial*"))
