@@ -7,7 +7,7 @@ MLflow UI's compare view groups by (objective, views, invertible, seed, cell) an
 ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (the report's contract, see ``matrix``).
 The compare view's axes are params and metrics only, so the identity is also logged as params (``matrix.cell``,
 ``matrix.views``, ``matrix.invertible``, ``matrix.seed``), and each report column of the run's summary view
-(``sts_avg``, ``binary_avg``, ...) as a metric. The view's plot starts on the first three params that differ between
+(``summary/sts_avg``, ``summary/binary_avg``, ...) as a metric. The view's plot starts on the first three params that differ between
 the runs, sorted by name: everything else a run records goes under ``train.`` (a trained model's settings, a
 combined row's parts) or ``reference.`` (a baseline's encoder and vectors), so those three are the matrix.
 """
@@ -24,8 +24,8 @@ from typing import Any
 from skipview.platform.tracking import store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, TRAIN_PARAMS, Cell, Matrix,
-                                             PlannedRun, metric_key, plan)
+from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
+                                             Matrix, PlannedRun, metric_key, plan)
 from skipview.platform.tuning.search import absolute_paths
 
 log = logging.getLogger(__name__)
@@ -162,25 +162,32 @@ BUDGET_KEYS = ("epochs", "max_steps")
 WARM_START_TAG = "skipview.warm_start_from"
 
 
-def warm_start(client, study: StudySettings, cell: str, seed: int, settings: TrainSettings, run_id: str) -> float:
-    """Begin (cell, seed) of this study where the same (cell, seed) of the shorter study ``study.warm_start`` ended:
-    copy its Ray run directory, from which the loop resumes as from its own last checkpoint (weights, optimiser,
-    data position, RNG state), and its training curves into this run's MLflow history. With a constant learning
-    rate that is exactly the longer run, less the steps already trained. Returns the earlier run's training hours,
-    which count towards this run's cost (also when the copy was made by an earlier, interrupted attempt)."""
-    run, source = train_run(study, cell, seed), train_run(replace(study, name=study.warm_start), cell, seed)
-    source_id = client.get_run(run_id).data.tags.get(WARM_START_TAG) or store.find_run(client, None,
-                                                                                       driver.run_key(source))
+def warm_start_source(client, study: StudySettings, cell: str, seed: int, settings: TrainSettings) -> str:
+    """The MLflow run of the same (cell, seed) in the shorter study ``study.warm_start``, checked to be a shorter run
+    of exactly these settings; called before this run is opened, so a refused warm start records nothing."""
+    source = train_run(replace(study, name=study.warm_start), cell, seed)
+    source_id = store.find_run(client, None, driver.run_key(source))
     if source_id is None:
         raise ValueError(f"--warm-start {study.warm_start}: no recorded run {source.name} under {study.storage}")
     recorded = client.get_run(source_id).data
     if EVALUATED_TAG not in recorded.tags:
         raise ValueError(f"--warm-start {study.warm_start}: run {source.name} has not finished")
+    if driver.is_uri(study.storage):
+        raise ValueError("--warm-start copies Ray run directories: it needs a local --storage")
+    _check_longer(settings, recorded.params, source.name, study.warm_start)
+    return source_id
+
+
+def warm_start(client, study: StudySettings, cell: str, seed: int, source_id: str, run_id: str) -> float:
+    """Begin (cell, seed) of this study where ``source_id`` (``warm_start_source``) ended: copy its Ray run
+    directory, from which the loop resumes as from its own last checkpoint (weights, optimiser, data position, RNG
+    state), and its training curves into this run's MLflow history. With a constant learning rate that is the
+    longer run, less the steps already trained. Returns the earlier run's training hours, which count towards this
+    run's cost (also when the copy was made by an earlier, interrupted attempt)."""
+    run, source = train_run(study, cell, seed), train_run(replace(study, name=study.warm_start), cell, seed)
+    recorded = client.get_run(source_id).data
     target = Path(driver.storage_root(study.storage)) / run.name
     if not target.exists():
-        _check_longer(settings, recorded.params, source.name, study.warm_start)
-        if driver.is_uri(study.storage):
-            raise ValueError("--warm-start copies Ray run directories: it needs a local --storage")
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(Path(driver.storage_root(study.storage)) / source.name, partial)
@@ -216,9 +223,10 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
 
 
 def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
-    """One number per report column (``sts_avg``, ``binary_avg``, ...) for the run's summary view: what the MLflow
-    compare view plots against the identity params."""
-    values = {column.name: column.value(planned.summary_view, metrics)[0] for column in columns}
+    """One number per report column (``summary/sts_avg``, ``summary/binary_avg``, ...) for the run's summary view:
+    what the MLflow compare view plots against the identity params. Namespaced: a column named like one of the
+    loop's curves (``sts14``) would otherwise be shadowed by the curve's later steps in the run's latest values."""
+    values = {f"{SUMMARY}/{column.name}": column.value(planned.summary_view, metrics)[0] for column in columns}
     return {name: value for name, value in values.items() if value is not None}
 
 
@@ -270,11 +278,12 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         metrics = {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     else:
         settings = cell_settings(base, cell, planned.seed)
+        source_id = warm_start_source(client, study, cell.name, planned.seed, settings) if study.warm_start else None
         # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
                                    params={**planned.identity, TRAIN_PARAMS: settings.model_dump(mode="json")},
                                    tags={**driver.tags_for(settings), **planned.tags})
-        earlier_hours = warm_start(client, study, cell.name, planned.seed, settings, run_id) if study.warm_start else 0.0
+        earlier_hours = warm_start(client, study, cell.name, planned.seed, source_id, run_id) if source_id else 0.0
         start = time.perf_counter()
         outcome = driver.train(settings, run)
         hours = earlier_hours + (time.perf_counter() - start) / 3600

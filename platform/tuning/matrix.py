@@ -44,6 +44,7 @@ EVALUATED_TAG = "skipview.ablation.evaluated"     # set once every view is evalu
 ENSEMBLE = "ensemble"
 HOURS = "train/hours"
 SENTENCES_SEEN = "train/sentences_seen"
+SUMMARY = "summary"         # a run's report columns as metrics summary/<column> (ablation.summary_metrics)
 TRAIN_PARAMS = "train"      # a trained run's settings are its params train.<setting> (see ablation's docstring)
 
 

@@ -81,11 +81,11 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
     differing = sorted(k for k in set(gen.data.params) | set(avg.data.params) | set(both.data.params)
                        if len({r.data.params.get(k) for r in (gen, disc, avg, both)}) > 1)
     assert differing[:3] == ["matrix.cell", "matrix.invertible", "matrix.views"]
-    assert gen.data.metrics["sts_avg"] == gen.data.metrics["ensemble/sts14.pearson.mean"]
-    assert disc.data.metrics["sts_avg"] == disc.data.metrics["f/sts14.pearson.mean"]
-    assert avg.data.params["matrix.cell"] == "fasttext-avg" and "sts_avg" in avg.data.metrics
+    assert gen.data.metrics["summary/sts_avg"] == gen.data.metrics["ensemble/sts14.pearson.mean"]
+    assert disc.data.metrics["summary/sts_avg"] == disc.data.metrics["f/sts14.pearson.mean"]
+    assert avg.data.params["matrix.cell"] == "fasttext-avg" and "summary/sts_avg" in avg.data.metrics
     assert avg.data.tags["eval.component_fit"] == "subset"
-    assert "binary_avg" not in gen.data.metrics                          # the toy data has no classification task
+    assert "summary/binary_avg" not in gen.data.metrics                  # the toy data has no classification task
     assert gen.data.metrics["train/sentences_seen"] == 4 * 16
     assert gen.data.metrics["train/hours"] > 0 and avg.data.metrics["train/hours"] == 0
     assert both.data.metrics["train/hours"] == pytest.approx(gen.data.metrics["train/hours"]
