@@ -162,9 +162,18 @@ BUDGET_KEYS = ("epochs", "max_steps")
 WARM_START_TAG = "skipview.warm_start_from"
 
 
-def warm_start_source(client, study: StudySettings, cell: str, seed: int, settings: TrainSettings) -> str:
-    """The MLflow run of the same (cell, seed) in the shorter study ``study.warm_start``, checked to be a shorter run
-    of exactly these settings; called before this run is opened, so a refused warm start records nothing."""
+@dataclass(frozen=True)
+class WarmStart:
+    """Where a warm-started run begins: the shorter study's run of the same (cell, seed)."""
+    run_id: str
+    directory: Path                         # its Ray run directory
+    metric_keys: tuple[str, ...]
+    hours: float                            # its training time, part of the continued run's cost
+
+
+def warm_start_source(client, study: StudySettings, cell: str, seed: int, settings: TrainSettings) -> WarmStart:
+    """The same (cell, seed) in the shorter study ``study.warm_start``, checked to be a shorter run of exactly these
+    settings; called before this run is opened, so a refused warm start records nothing."""
     source = train_run(replace(study, name=study.warm_start), cell, seed)
     source_id = store.find_run(client, None, driver.run_key(source))
     if source_id is None:
@@ -175,31 +184,28 @@ def warm_start_source(client, study: StudySettings, cell: str, seed: int, settin
     if driver.is_uri(study.storage):
         raise ValueError("--warm-start copies Ray run directories: it needs a local --storage")
     _check_longer(settings, recorded.params, source.name, study.warm_start)
-    return source_id
+    return WarmStart(source_id, Path(driver.storage_root(study.storage)) / source.name, tuple(recorded.metrics),
+                     recorded.metrics.get(HOURS, 0.0))
 
 
-def warm_start(client, study: StudySettings, cell: str, seed: int, source_id: str, run_id: str) -> float:
-    """Begin (cell, seed) of this study where ``source_id`` (``warm_start_source``) ended: copy its Ray run
-    directory, from which the loop resumes as from its own last checkpoint (weights, optimiser, data position, RNG
-    state), and its training curves into this run's MLflow history. With a constant learning rate that is the
-    longer run, less the steps already trained. Returns the earlier run's training hours, which count towards this
-    run's cost (also when the copy was made by an earlier, interrupted attempt)."""
-    run, source = train_run(study, cell, seed), train_run(replace(study, name=study.warm_start), cell, seed)
-    recorded = client.get_run(source_id).data
-    target = Path(driver.storage_root(study.storage)) / run.name
-    if not target.exists():
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(Path(driver.storage_root(study.storage)) / source.name, partial)
-        # the training curves (loss, STS14, ...: logged over steps), not the source's own step-0 records (its
-        # evaluation, its hours); curves first, as the loop logs from the step after the last "loss" it finds
-        histories = [client.get_metric_history(source_id, key) for key in recorded.metrics]
-        store.log_metric_steps(client, run_id, [(m.step, {m.key: m.value}) for history in histories
-                                                if any(m.step > 0 for m in history) for m in history])
-        client.set_tag(run_id, WARM_START_TAG, source_id)
-        partial.rename(target)                  # the copy counts only once it is whole
-        log.info("%s: continues %s (MLflow run %s)", run.name, source.name, source_id)
-    return recorded.metrics.get(HOURS, 0.0)
+def warm_start(client, source: WarmStart, target: Path, run_id: str) -> None:
+    """Begin the run ``run_id``, whose Ray run directory is ``target``, where ``source`` ended: copy the source's
+    run directory, from which the loop resumes as from its own last checkpoint (weights, optimiser, data position,
+    RNG state), and its training curves into this run's MLflow history. With a constant learning rate that is the
+    longer run, less the steps already trained. Nothing to do when an earlier, interrupted attempt made the copy."""
+    if target.exists():
+        return
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source.directory, partial)
+    # the training curves (loss, STS14, ...: logged over steps), not the source's own step-0 records (its
+    # evaluation, its hours); curves first, as the loop logs from the step after the last "loss" it finds
+    histories = [client.get_metric_history(source.run_id, key) for key in source.metric_keys]
+    store.log_metric_steps(client, run_id, [(m.step, {m.key: m.value}) for history in histories
+                                            if any(m.step > 0 for m in history) for m in history])
+    client.set_tag(run_id, WARM_START_TAG, source.run_id)
+    partial.rename(target)                  # the copy counts only once it is whole
+    log.info("%s: continues %s (MLflow run %s)", target.name, source.directory.name, source.run_id)
 
 
 def _check_longer(settings: TrainSettings, source_params: dict[str, str], source: str, study: str) -> None:
@@ -278,15 +284,16 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         metrics = {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     else:
         settings = cell_settings(base, cell, planned.seed)
-        source_id = warm_start_source(client, study, cell.name, planned.seed, settings) if study.warm_start else None
+        source = warm_start_source(client, study, cell.name, planned.seed, settings) if study.warm_start else None
         # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
                                    params={**planned.identity, TRAIN_PARAMS: settings.model_dump(mode="json")},
                                    tags={**driver.tags_for(settings), **planned.tags})
-        earlier_hours = warm_start(client, study, cell.name, planned.seed, source_id, run_id) if source_id else 0.0
+        if source is not None:
+            warm_start(client, source, Path(driver.storage_root(study.storage)) / run.name, run_id)
         start = time.perf_counter()
         outcome = driver.train(settings, run)
-        hours = earlier_hours + (time.perf_counter() - start) / 3600
+        hours = (source.hours if source else 0.0) + (time.perf_counter() - start) / 3600
         from skipview.models.encoder import SentenceEncoder
 
         encoder = SentenceEncoder.load(outcome.model_dir)

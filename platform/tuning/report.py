@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skipview.platform.tracking.lineage import portable_path
 from skipview.platform.tuning.files import write_aside, write_text_aside
 from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
                                              TRAIN_PARAMS, Cell, Matrix, metric_key)
@@ -137,23 +138,13 @@ def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, refere
 
 
 def _common_params(runs: list[RunRecord]) -> dict[str, str]:
-    """The training settings (``train.*`` params) every trained run shares; paths under the working directory
-    relative to it, so a committed report does not carry the machine's layout."""
+    """The training settings (``train.*`` params) every trained run shares; absolute paths relative to their
+    repository (``portable_path``), so a committed report does not carry the machine's layout."""
     if not runs:
         return {}
     first, prefix = runs[0].params, f"{TRAIN_PARAMS}."
-    return {k[len(prefix):]: _relative(v) for k, v in sorted(first.items())
+    return {k[len(prefix):]: portable_path(v) if Path(v).is_absolute() else v for k, v in sorted(first.items())
             if k.startswith(prefix) and all(r.params.get(k) == v for r in runs[1:])}
-
-
-def _relative(value: str) -> str:
-    path = Path(value)
-    if not path.is_absolute():
-        return value
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return value
 
 
 def _check(claim, stats) -> dict[str, Any]:

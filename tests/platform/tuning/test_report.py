@@ -108,3 +108,15 @@ def test_report_refuses_an_experiment_without_study_runs(store, tmp_path):
     with pytest.raises(LookupError, match="no MLflow experiment named 'absent'"):
         build_report(client, "absent", matrix, tmp_path / "reports")
     assert not (tmp_path / "reports").exists()
+
+
+def test_settings_table_lists_the_shared_train_settings_with_repository_paths():
+    from skipview.platform.tuning.report import RunRecord, _common_params
+
+    corpus = str(Path.cwd() / "data/novels/prepared")
+    identity = {"matrix.seed": "0", "matrix.invertible": "-"}          # shared by every run of a 1-seed disc study
+    runs = [RunRecord("a", "disc-fg", 0, 0, {}, {**identity, "matrix.cell": "disc-fg", "train.max_steps": "200",
+                                                 "train.corpus": corpus, "train.seed": "0"}),
+            RunRecord("b", "disc-f", 0, 1, {}, {**identity, "matrix.cell": "disc-f", "train.max_steps": "200",
+                                                "train.corpus": corpus, "train.seed": "1"})]
+    assert _common_params(runs) == {"corpus": "data/novels/prepared", "max_steps": "200"}
