@@ -23,6 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from skipview.models.batching import Sentences
+from skipview.models.unrolled_gru import bigru_last_states
 from skipview.models.vocab import PAD_ID
 
 Mode = Literal["unsupervised", "supervised"]
@@ -113,7 +114,7 @@ class BiGRUView(View):
     def __init__(self, input_dim: int, hidden_size: int):
         super().__init__()
         self.input_dim, self.hidden_size = input_dim, hidden_size
-        # nn.GRU runs the fused cuDNN / oneDNN kernels over a PackedSequence: no Python loop over time.
+        # On a GPU nn.GRU over a PackedSequence is one cuDNN call; CPU training unrolls it (``represent``).
         self.gru = nn.GRU(input_dim, hidden_size, batch_first=True, bidirectional=True)
         self.reset_parameters()
 
@@ -146,7 +147,11 @@ class BiGRUView(View):
         return states, last
 
     def represent(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
-        """Training representation [h_fwd_last; h_bwd_last], (B, 2h)."""
+        """Training representation [h_fwd_last; h_bwd_last], (B, 2h). On a CPU the GRU is unrolled step by step
+        (``unrolled_gru``: ATen's packed CPU GRU spends a third of a training step zero-filling in its backward);
+        on a GPU the packed cuDNN kernel is one call."""
+        if x.device.type == "cpu":
+            return bigru_last_states(self.gru, x, sentences.lengths_cpu)
         return self._run(x, sentences, need_states=False)[1]
 
     def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:

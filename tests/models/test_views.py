@@ -8,6 +8,7 @@ from skipview.models import registry
 from skipview.models.batching import Sentences, WindowBatch
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from skipview.models.unrolled_gru import bigru_last_states
 from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors, pack_by_length
 
 LENGTHS = [5, 1, 3, 4]
@@ -35,6 +36,26 @@ def test_packed_bigru_last_states_match_running_each_sentence_alone(batch_and_ve
     for row, n in enumerate(LENGTHS):
         _, last = run_alone(view, x[row, :n])
         torch.testing.assert_close(batched[row], last, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("lengths", [LENGTHS, [3, 3, 1, 7, 7, 2], [4]])
+def test_unrolled_gru_matches_the_packed_kernel_in_values_and_gradients(lengths):
+    """The CPU training path (``unrolled_gru``) against ``nn.GRU`` over a PackedSequence, with tied lengths,
+    length 1 and a single sentence: same last states, same gradients for every GRU parameter and the inputs."""
+    torch.manual_seed(1)
+    view = BiGRUView(6, 5)
+    sentences = Sentences.from_arrays([list(range(4, 4 + n)) for n in lengths])
+    x = torch.randn(len(lengths), max(lengths), 6)
+    results = []
+    for last_states in (lambda x: bigru_last_states(view.gru, x, sentences.lengths_cpu),
+                        lambda x: view._run(x, sentences, need_states=False)[1]):
+        view.zero_grad()
+        inputs = x.clone().requires_grad_()
+        last = last_states(inputs)
+        (last * torch.linspace(-1, 1, last.numel()).view_as(last)).sum().backward()
+        results.append([last, inputs.grad, *(p.grad for p in view.gru.parameters())])
+    for ours, packed in zip(*results):
+        torch.testing.assert_close(ours, packed, rtol=1e-5, atol=1e-6)
 
 
 def test_packing_by_length_is_torchs_unsorted_packing(batch_and_vectors):
