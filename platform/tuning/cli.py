@@ -95,6 +95,8 @@ def ablation(
                                                  "baselines"),
     matrix: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                           help="matrix file (default: the paper's Table 6, platform/tuning/ablation.yaml)"),
+    cells: Optional[str] = typer.Option(None, help="comma-separated rows of the matrix to run (cells, combined and "
+                                                   "reference rows; with their claims); default: every row"),
     protocol: str = typer.Option("full", help="evaluation protocol: full (SentEval, 10-fold) or fast (5-fold)"),
     component_fit: str = typer.Option("subset", help="where every row's top principal component is fitted: subset "
                                                      "(each STS subset) or task (see `skipview evaluate --help`)"),
@@ -130,6 +132,8 @@ def ablation(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         study_matrix = load_matrix(matrix or DEFAULT_MATRIX)
+        if cells:
+            study_matrix = study_matrix.subset([c.strip() for c in cells.split(",") if c.strip()])
         base = load_settings(config, {"objective": study_matrix.cells[0].objective, "corpus": str(corpus),
                                       "wordvecs": str(wordvecs), "senteval_dir": str(senteval_dir)}, set_)
         check_objective_settings(study_matrix, base, references)

@@ -137,6 +137,22 @@ class Matrix(_Strict):
     def rows(self, references: bool) -> list[Cell]:
         return self.cells + self.combined + (self.references if references else [])
 
+    def subset(self, names: list[str]) -> "Matrix":
+        """The matrix restricted to the rows ``names`` (cells, combined or reference rows), with the claims whose
+        two sides are both kept: a study of the cells that carry a question, costed by what it trains. A combined
+        row needs its parts among the names (checked as for a whole matrix)."""
+        known = {row.name for row in self.cells + self.combined + self.references}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ValueError(f"--cells: no row named {', '.join(unknown)} in the matrix (rows: {', '.join(sorted(known))})")
+        kept = set(names)
+        cells = [row for row in self.cells if row.name in kept]
+        if not cells:
+            raise ValueError("--cells: name at least one trained cell")
+        claims = [c for c in self.claims if {c.better.split("/")[0], c.worse.split("/")[0]} <= kept]
+        return Matrix(cells=cells, combined=[r for r in self.combined if r.name in kept],
+                      references=[r for r in self.references if r.name in kept], columns=self.columns, claims=claims)
+
 
 @dataclass(frozen=True)
 class PlannedRun:

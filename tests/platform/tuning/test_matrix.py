@@ -58,6 +58,21 @@ def test_plan_runs_every_cell_per_seed_and_baselines_once():
         plan(matrix, seeds=0)
 
 
+def test_a_subset_keeps_the_named_rows_and_the_claims_between_them():
+    matrix = load_matrix()
+    claims_cells = ["gen-invertible", "gen-no-invertible", "disc-fg", "disc-f", "disc-g", "disc-f+disc-g",
+                    "fasttext-sif"]
+    subset = matrix.subset(claims_cells)
+    assert [c.name for c in subset.rows(references=True)] == claims_cells
+    assert len(plan(subset, seeds=3, references=True)) == 6 * 3 + 1
+    kept = {name.split("/")[0] for c in subset.claims for name in (c.better, c.worse)}
+    assert kept <= set(claims_cells) and len(subset.claims) == 12     # those of Table 6 among these cells
+    with pytest.raises(ValueError, match="no row named disc-fgh"):
+        matrix.subset(["disc-fg", "disc-fgh"])
+    with pytest.raises(ValueError, match="disc-g/g"):                  # a combined row without one of its parts
+        matrix.subset(["disc-f", "disc-f+disc-g"])
+
+
 def test_metric_key_names_view_and_metric():
     assert metric_key("ensemble", "sts14.pearson.mean") == "ensemble/sts14.pearson.mean"
     with pytest.raises(ValueError, match="view"):
