@@ -72,6 +72,23 @@ def agreement_matrix(views: list[torch.Tensor]) -> torch.Tensor:
     return similarity + similarity.T
 
 
+def agreement_diagnostics(views: list[torch.Tensor], neighbours: torch.Tensor) -> dict[str, torch.Tensor]:
+    """How the views relate, as mean cosines (no grad): between a sentence's two views (two views only: the
+    multi-view term of eq. 3; near 1 means f and g map a sentence to the same direction), and, across views
+    where there are two, between a sentence and its context neighbours and between a sentence and the rest of
+    the batch. The gap between the last two is what the softmax over a_ij / tau ranks."""
+    similarity = views[0] @ views[-1].T
+    others = ~neighbours & ~torch.eye(len(similarity), dtype=torch.bool, device=similarity.device)
+
+    def mean(mask: torch.Tensor) -> torch.Tensor:      # 0 for an empty mask (a batch of one-sentence documents)
+        return similarity.masked_fill(~mask, 0.0).sum() / mask.sum().clamp_min(1)
+
+    metrics = {"cosine_neighbours": mean(neighbours), "cosine_others": mean(others)}
+    if len(views) == 2:
+        metrics["cosine_views"] = similarity.diagonal().mean()
+    return metrics
+
+
 def contrastive_loss(agreement: torch.Tensor, positives: torch.Tensor, temperature: torch.Tensor,
                      self_pairs: bool = True):
     """(loss, log p) : -mean over positive pairs of log softmax_n(a_in / tau)_j, n = i in the softmax unless
@@ -137,8 +154,9 @@ class DiscriminativeObjective(Objective):
             guess = log_p.masked_fill(eye, float("-inf")).argmax(dim=1, keepdim=True)
             hit = neighbours.gather(1, guess).squeeze(1) & has_neighbour
             accuracy = hit.sum() / has_neighbour.sum().clamp_min(1)
-        return ObjectiveOutput(loss, {"loss": loss.detach(), "temperature": temperature.detach(),
-                                      "neighbour_accuracy": accuracy, "positive_pairs": positives.sum()})
+            metrics = {"loss": loss.detach(), "temperature": temperature.detach(), "neighbour_accuracy": accuracy,
+                       "positive_pairs": positives.sum(), **agreement_diagnostics(views, neighbours)}
+        return ObjectiveOutput(loss, metrics)
 
     def sentence_encoder(self, tokenizer, vocab) -> SentenceEncoder:
         views = {name: copy.deepcopy(encoder).cpu().eval() for name, encoder in self.encoders.items()}

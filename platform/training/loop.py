@@ -64,12 +64,21 @@ def schedule_factor(step: int, settings: TrainSettings) -> float:
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """None means fp32. ``auto``: bf16 where the GPU supports it, fp16 on older GPUs, fp32 on CPU."""
-    if device.type != "cuda" or precision == "fp32":
+    """None means fp32. ``auto``: bf16 where the GPU supports it, fp16 on older GPUs, fp32 on CPU (bf16 autocast on
+    a CPU with avx512_bf16 speeds some steps up and slows others: reports/benchmarks/bf16_cpu.json, so it is asked
+    for, not assumed). fp16 needs CUDA: its grad scaler is CUDA's (``check_precision`` refuses it on the driver)."""
+    if precision == "fp32" or (device.type != "cuda" and precision == "auto"):
         return None
     if precision == "auto":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    check_precision(precision, device.type == "cuda")
     return {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def check_precision(precision: str, on_gpu: bool) -> None:
+    if precision == "fp16" and not on_gpu:
+        raise ValueError("precision=fp16 needs GPUs (--gpus-per-worker): its loss scaling is CUDA's; on CPU use "
+                         "bf16 or fp32")
 
 
 def parameters_digest(module: torch.nn.Module) -> float:
@@ -182,10 +191,11 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     def report(extra: dict[str, float], final_model: Path | None = None) -> None:
         metrics = {"step": progress.step, "epoch": progress.epoch, **extra}
         if rank == 0 and settings.senteval_dir:
-            score = evaluate_sts14(built, settings, device)
-            metrics["sts14"] = score
+            scores = evaluate_sts14(built, settings, device)
+            metrics.update(scores)
+            score = scores["sts14"]
             progress.best_sts14 = score if progress.best_sts14 is None else max(progress.best_sts14, score)
-            tracker.metrics({"sts14": score}, progress.step)
+            tracker.metrics(scores, progress.step)
         # a restarted run continues MLflow's history after the last logged step: everything up to this
         # checkpoint must be there
         tracker.flush()
@@ -199,7 +209,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     if progress.step == 0 and rank == 0 and settings.senteval_dir:
         # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
-        tracker.metrics({"sts14": evaluate_sts14(built, settings, device)}, 0)
+        tracker.metrics(evaluate_sts14(built, settings, device), 0)
     window = Window(progress.step)
     last_loss = float("nan")
     model.train()
@@ -359,16 +369,23 @@ def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) ->
     raise Diverged(message)
 
 
-def evaluate_sts14(built, settings: TrainSettings, device: torch.device) -> float:
-    """STS14 of the current weights, on the training device; STS14 is unsupervised, so only that mode's
-    post-processing component is fitted."""
+def evaluate_sts14(built, settings: TrainSettings, device: torch.device) -> dict[str, float]:
+    """STS14 of the current weights, on the training device: ``sts14`` (the model's ensemble, what checkpoints and
+    Tune rank by) and, for a model with several views, ``sts14/<view>`` per view, so a multi-view run's learning
+    curve shows which view carries it. STS14 is unsupervised, so only that mode's component is fitted."""
+    from skipview.platform.evaluation.encoding import ModelEncoder
     from skipview.platform.evaluation.suite import sts14
 
     objective = built.objective
     was_training = objective.training
     objective.eval()
     try:
-        return sts14(finished_encoder(built, settings, device, modes=("unsupervised",)), settings.senteval_dir)
+        encoder = finished_encoder(built, settings, device, modes=("unsupervised",))
+        views = encoder.view_names if len(encoder.view_names) > 1 else []
+        scores = {"sts14": sts14(ModelEncoder(encoder, "ensemble", "corpus"), settings.senteval_dir)}
+        scores.update({f"sts14/{view}": sts14(ModelEncoder(encoder, view, "corpus"), settings.senteval_dir)
+                       for view in views})
+        return scores
     finally:
         objective.train(was_training)
 

@@ -171,7 +171,8 @@ def _check(claim, stats) -> dict[str, Any]:
     return result
 
 
-def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None) -> str:
+def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, curves_chart: Path | None = None
+                    ) -> str:
     columns = matrix.columns
     lines = [f"# Ablation (MLflow experiment `{summary.experiment}`)", "",
              "Paper: multi-view frameworks, Table 6. Each number: mean ± sample std over seeds; per run, a column "
@@ -191,6 +192,9 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None) ->
         lines += ["", f"No finished run for: {', '.join(summary.missing)}."]
     if chart_name:
         lines += ["", f"![ablation chart]({chart_name})"]
+    if curves_chart is not None:
+        lines += ["", "Training curves, mean over each cell's seeds (`ablation_curves.json` has the numbers):", "",
+                  f"![training curves]({curves_chart.name})"]
     lines += ["", "## Table 6 directions", "",
               "| Better | Worse | Column | Paper | Measured | Difference | Verdict |", "|---|---|---|---|---|---|---|"]
     for c in summary.claims:
@@ -270,7 +274,10 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
 
 def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True
                  ) -> dict[str, Path]:
-    """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``; return the paths."""
+    """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``, and the training
+    curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths."""
+    from skipview.platform.tuning.curves import build_curves
+
     runs = find_runs(client, experiment)
     if not runs:
         raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")
@@ -280,7 +287,8 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
     paths = {"markdown": out_dir / "ablation.md", "chart": out_dir / "ablation.png",
              "summary": out_dir / "ablation_summary.json"}
     render_chart(summary, matrix, paths["chart"])
-    text = render_markdown(summary, matrix, paths["chart"].name)
+    paths.update(build_curves(client, runs, out_dir) or {})
+    text = render_markdown(summary, matrix, paths["chart"].name, paths.get("curves_chart"))
     write_text_aside(paths["markdown"], text)
     write_text_aside(paths["summary"], json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n")
     return paths

@@ -8,7 +8,8 @@ import torch
 
 from skipview.models import registry
 from skipview.models.batching import Sentences, WindowBatch, sample_sentence_ids
-from skipview.models.discriminative import agreement_matrix, contrastive_loss, positive_mask
+from skipview.models.discriminative import (agreement_diagnostics, agreement_matrix, contrastive_loss,
+                                            positive_mask)
 
 
 def cosine(a, b):
@@ -42,6 +43,22 @@ def test_single_view_agreement_is_twice_the_cosine():
     z = torch.nn.functional.normalize(torch.randn(4, 3, dtype=torch.float64), dim=1)
     expected = [[2 * cosine(z[i], z[j]) for j in range(4)] for i in range(4)]
     np.testing.assert_allclose(agreement_matrix([z]).numpy(), expected, rtol=1e-12)
+
+
+def test_agreement_diagnostics_are_the_mean_cosines_they_name():
+    torch.manual_seed(1)
+    zf, zg = (torch.nn.functional.normalize(torch.randn(6, 4, dtype=torch.float64), dim=1) for _ in range(2))
+    doc_ids = torch.tensor([0, 0, 0, 0, 1, 1])
+    neighbours = positive_mask(doc_ids, 1, self_pairs=False)
+    pairs = {kind: [cosine(zf[i], zg[j]) for i in range(6) for j in range(6)
+                    if i != j and bool(neighbours[i, j]) == (kind == "neighbours")]
+             for kind in ("neighbours", "others")}
+    got = agreement_diagnostics([zf, zg], neighbours)
+    assert got["cosine_views"].item() == pytest.approx(np.mean([cosine(zf[i], zg[i]) for i in range(6)]), rel=1e-12)
+    assert got["cosine_neighbours"].item() == pytest.approx(np.mean(pairs["neighbours"]), rel=1e-12)
+    assert got["cosine_others"].item() == pytest.approx(np.mean(pairs["others"]), rel=1e-12)
+    one_view = agreement_diagnostics([zf], torch.zeros(6, 6, dtype=torch.bool))   # no neighbour in the batch
+    assert "cosine_views" not in one_view and one_view["cosine_neighbours"].item() == 0.0
 
 
 def test_positive_mask_respects_window_documents_and_batch_edges():

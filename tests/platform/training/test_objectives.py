@@ -27,17 +27,21 @@ def sts14_words(limit: int = 400) -> list[str]:
     return [w for w, _ in counts.most_common(limit) if not w.startswith("<")]
 
 
-@pytest.mark.parametrize("objective,objective_settings,with_sts", [
-    ("gen", {"hidden_size": 6, "negatives": 2}, False),
-    ("disc", {"hidden_size": 6}, True),
-    ("skipthought", {"hidden_size": 8, "embedding_dim": 6, "vocab_size": 40}, False),
+@pytest.mark.parametrize("objective,objective_settings,with_sts,precision", [
+    ("gen", {"hidden_size": 6, "negatives": 2}, False, "auto"),
+    # the loop's autocast branch (a GPU run's bf16) on CPU: same loop, same DDP, bf16 matrix products
+    ("gen", {"hidden_size": 6, "negatives": 2}, False, "bf16"),
+    ("disc", {"hidden_size": 6}, True, "auto"),
+    ("skipthought", {"hidden_size": 8, "embedding_dim": 6, "vocab_size": 40}, False, "auto"),
 ])
-def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, objective, objective_settings, with_sts):
+def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, objective, objective_settings, with_sts,
+                                                      precision):
     if with_sts and not STS14.is_dir():
         pytest.skip(f"SentEval data not found at {SENTEVAL}")
     corpus, wordvecs = write_training_data(tmp_path / "data", words=sts14_words() if with_sts else 60)
     settings = TrainSettings(objective=objective, objective_settings=objective_settings, corpus=str(corpus),
                              wordvecs=str(wordvecs), batch_size=16, max_steps=8, checkpoint_every=4,
+                             precision=precision,
                              postprocessing_sentences=100, senteval_dir=str(SENTEVAL) if with_sts else None)
     run = RunSettings(name=objective, storage=str(tmp_path / "runs"), workers=2, keep_checkpoints=1,
                       tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", output=str(tmp_path / "model"))
@@ -48,6 +52,8 @@ def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, obj
         return
     assert math.isfinite(outcome.metrics["sts14"])
     client = store.client(run.tracking_uri)
-    assert sorted(m.step for m in client.get_metric_history(outcome.mlflow_run_id, "sts14")) == [0, 4, 8]
+    for curve in ("sts14", "sts14/f", "sts14/g"):     # the ensemble's and each view's learning curve
+        assert sorted(m.step for m in client.get_metric_history(outcome.mlflow_run_id, curve)) == [0, 4, 8]
+    assert outcome.metrics["sts14/f"] != outcome.metrics["sts14/g"]
     kept = [p for p in (tmp_path / "runs" / run.name).glob("checkpoint_*") if p.is_dir()]
     assert 1 <= len(kept) <= 2            # the best by STS14 and the latest

@@ -25,6 +25,10 @@ def value(cell: str, view: str, metric: str, seed: int) -> float:
     return base + shift + (zlib.crc32(metric.encode()) % 7) * 0.5 + seed * 1.25
 
 
+def curve(key: str, step: int, seed: int) -> float:
+    return {"sts14": 20.0, "sts14/f": 10.0, "temperature": 1.0}[key] + step * 0.5 + seed
+
+
 @pytest.fixture()
 def store(tmp_path):
     from mlflow.entities import Metric
@@ -42,6 +46,9 @@ def store(tmp_path):
         metrics = [Metric(metric_key(view, m), value(cell, view, m, seed) + offset, 0, 0)
                    for view in cells[cell].views for m in STS + BINARY]
         metrics += [Metric(HOURS, 0.5 + seed * 0.1, 0, 0), Metric(SENTENCES_SEEN, 1000.0 * (seed + 1), 0, 0)]
+        if cell == "disc-fg":                                        # training curves: known values per step
+            metrics += [Metric(key, curve(key, step, seed) + offset, 0, step)
+                        for key in ("sts14", "sts14/f", "temperature") for step in (0, 5, 10)]
         client.log_batch(run.info.run_id, metrics=metrics)
         for key, val in (params or {"train.objective_settings.hidden_size": "64", "train.max_steps": "200",
                                     "train.corpus": str(Path.cwd() / "data/novels/prepared"),
@@ -97,6 +104,15 @@ def test_report_from_mlflow_runs(store, tmp_path):
     assert "matrix.cell" not in text                                     # the identity is not a setting
     assert "fasttext-avg" not in text                                    # baselines appear only when they ran
     assert paths["chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # curves: the mean over the cell's latest run per seed (seed 0's superseded run, 100 lower, is not in it)
+    curves = json.loads(paths["curves"].read_text())
+    assert set(curves) == {"disc-fg"}                                    # no other cell logged a curve
+    for key in ("sts14", "sts14/f", "temperature"):
+        assert curves["disc-fg"][key]["steps"] == [0, 5, 10] and curves["disc-fg"][key]["seeds"] == 3
+        assert curves["disc-fg"][key]["mean"] == pytest.approx([curve(key, step, 1) for step in (0, 5, 10)])
+    assert paths["curves_chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![training curves](ablation_curves.png)" in text
     assert not list((tmp_path / "reports").glob(".*.partial*"))
 
 
