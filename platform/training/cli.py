@@ -45,7 +45,7 @@ def train(
             "senteval_dir": str(senteval_dir.resolve()) if senteval_dir else None}
     try:
         settings = load_settings(config, base, set_)
-        driver.check_inputs(settings)
+        driver.check_inputs(settings, gpus_per_worker)
     except ValueError as error:
         raise typer.BadParameter(one_line(error)) from error
     if name is None and resume:

@@ -23,7 +23,7 @@ from skipview.models.directories import swap_in
 from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.training.loop import Diverged, train_loop_per_worker
+from skipview.platform.training.loop import Diverged, check_precision, train_loop_per_worker
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -82,12 +82,13 @@ def objective_config(settings: TrainSettings) -> dict[str, Any]:
     return parse_config(settings.objective, settings.objective_settings).model_dump(mode="json")
 
 
-def check_inputs(settings: TrainSettings) -> None:
+def check_inputs(settings: TrainSettings, gpus_per_worker: float = 0) -> None:
     """Fail on the driver, before any Ray process starts, on what every worker would otherwise fail on (and Ray
-    would retry): the objective's settings and the prepared corpus."""
+    would retry): the objective's settings, a precision the device cannot train in, and the prepared corpus."""
     from skipview.models.corpus import PreparedCorpus
 
     objective_config(settings)
+    check_precision(settings.precision, gpus_per_worker > 0)
     PreparedCorpus(settings.corpus)
 
 

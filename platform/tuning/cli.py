@@ -57,7 +57,7 @@ def tune(
         base = load_settings(config, {"objective": search_space.objective, "corpus": str(corpus),
                                       "wordvecs": str(wordvecs) if wordvecs else None,
                                       "senteval_dir": str(senteval_dir)}, set_)
-        driver.check_inputs(base)
+        driver.check_inputs(base, gpus_per_worker)
     except (SearchSpaceError, ValueError) as error:
         raise typer.BadParameter(one_line(error)) from error
     search = SearchSettings(

@@ -74,4 +74,11 @@ def test_the_first_non_finite_step_stops_the_run(tracker, overflow_is_skipped, l
 @pytest.mark.parametrize("precision,expected", [("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", None)])
 def test_a_gpu_run_autocasts_to_the_precision_asked_for(precision, expected):
     assert autocast_dtype(precision, torch.device("cuda")) is expected
-    assert autocast_dtype(precision, torch.device("cpu")) is None
+
+
+def test_a_cpu_run_autocasts_to_bf16_only_when_asked_and_refuses_fp16():
+    assert autocast_dtype("auto", torch.device("cpu")) is None
+    assert autocast_dtype("fp32", torch.device("cpu")) is None
+    assert autocast_dtype("bf16", torch.device("cpu")) is torch.bfloat16
+    with pytest.raises(ValueError, match="fp16 needs GPUs"):
+        autocast_dtype("fp16", torch.device("cpu"))
