@@ -109,8 +109,9 @@ def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run
 
 
 def last_logged_step(mlflow_client, run_id: str, key: str) -> int:
-    """The highest step at which ``key`` was logged in the run (0 if never)."""
-    return max((m.step for m in mlflow_client.get_metric_history(run_id, key)), default=0)
+    """The highest step at which ``key`` was logged in the run (-1 if never: a run opened before training, as a
+    study opens its runs, has logged no step yet, step 0 included)."""
+    return max((m.step for m in mlflow_client.get_metric_history(run_id, key)), default=-1)
 
 
 def log_metrics(mlflow_client, run_id: str, metrics: Mapping[str, float], step: int) -> None:

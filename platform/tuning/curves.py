@@ -24,10 +24,12 @@ if TYPE_CHECKING:                      # report.py draws these curves, so it imp
 # panel title -> the metric keys drawn in it; ``sts14/*`` is every per-view STS14 a run has
 PANELS: dict[str, tuple[str, ...]] = {
     "STS14 during training (x100; components of a training sample)": ("sts14", "sts14/*"),
-    "temperature tau": ("temperature",),
-    "mean cosine: a sentence's two views / context neighbours / rest of the batch": (
+    "temperature tau (mean of the last 10 logged steps)": ("temperature",),
+    "mean cosine: a sentence's two views / its context neighbours / the rest of the batch\n(across views where "
+    "there are two; mean of the last 10 logged steps)": (
         "cosine_views", "cosine_neighbours", "cosine_others"),
 }
+SMOOTHING = 10       # log-step metrics are one batch's value: drawn as the mean of the last 10 logged points
 STYLES = {"sts14": "-", "cosine_views": "-", "cosine_neighbours": "--", "cosine_others": ":", "temperature": "-"}
 
 
@@ -74,7 +76,8 @@ def render(curves: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
                 view = key.partition("/")[2]
                 style = {"": "-", "f": "--", "g": ":"}.get(view, "-.") if key.startswith("sts14") else STYLES[key]
                 label = f"{cell} {view or 'ensemble'}" if key.startswith("sts14") else f"{cell} {key}"
-                ax.plot(curve["steps"], curve["mean"], style, color=colours[cell], label=label, linewidth=1.2)
+                ax.plot(curve["steps"], smoothed(curve["mean"], 1 if key.startswith("sts14") else SMOOTHING),
+                        style, color=colours[cell], label=label, linewidth=1.2)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.grid(alpha=0.3)
@@ -82,6 +85,11 @@ def render(curves: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     fig.tight_layout()
     write_aside(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
+
+
+def smoothed(values: list[float], window: int) -> list[float]:
+    """Trailing mean over ``window`` points (fewer at the start), so the first point stays where it was."""
+    return [statistics.fmean(values[max(0, i + 1 - window):i + 1]) for i in range(len(values))]
 
 
 def _matches(key: str, keys: tuple[str, ...]) -> bool:

@@ -91,6 +91,9 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
     assert both.data.metrics["train/hours"] == pytest.approx(gen.data.metrics["train/hours"]
                                                              + disc.data.metrics["train/hours"])
     assert len(client.get_metric_history(gen.info.run_id, "loss")) == 4    # the training loop logged into it too
+    # the run was opened before training: the untrained model's STS14 still starts each curve (step 0)
+    for curve in ("sts14", "sts14/f", "sts14/g"):
+        assert [m.step for m in client.get_metric_history(gen.info.run_id, curve)] == [0, 4]
 
     again = run_study(matrix, base, study)                              # a finished study is not redone
     assert [r["skipped"] for r in again] == [True, True, True, True]
