@@ -26,6 +26,7 @@ from skipview.platform.evaluation.suite import run_tasks
 SETTINGS = {
     "cbow-d300-e2-mc1": ["--method", "cbow", "--dim", "300", "--epochs", "2", "--min-count", "1"],
     "cbow-d300-e5-mc1": ["--method", "cbow", "--dim", "300", "--epochs", "5", "--min-count", "1"],
+    "cbow-d300-e10-mc1": ["--method", "cbow", "--dim", "300", "--epochs", "10", "--min-count", "1"],
     "skipgram-d300-e2-mc1": ["--method", "skipgram", "--dim", "300", "--epochs", "2", "--min-count", "1"],
     "cbow-d300-e2-mc5": ["--method", "cbow", "--dim", "300", "--epochs", "2", "--min-count", "5", "--subword-oov"],
     "cbow-d100-e5-mc1": ["--method", "cbow", "--dim", "100", "--epochs", "5", "--min-count", "1"],
