@@ -192,8 +192,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         metrics = {"step": progress.step, "epoch": progress.epoch, **extra}
         if rank == 0 and settings.senteval_dir:
             scores = evaluate_sts14(built, settings, device)
-            metrics.update(scores)
-            score = scores["sts14"]
+            # Ray hears only the ensemble's score (checkpoint ranking, ASHA): Tune reads a "/" in a result key as
+            # nesting, and "sts14/f" beside "sts14" cannot nest; the per-view curves go to MLflow
+            score = metrics["sts14"] = scores["sts14"]
             progress.best_sts14 = score if progress.best_sts14 is None else max(progress.best_sts14, score)
             tracker.metrics(scores, progress.step)
         # a restarted run continues MLflow's history after the last logged step: everything up to this
