@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from skipview.platform.tracking import store
+from skipview.platform.tracking import lineage, store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
 from skipview.platform.tuning.files import write_text_aside
@@ -299,6 +299,10 @@ def _cell(value: Any) -> str:
 
 
 def write_settings(settings: TrainSettings, path: Path, comment: str) -> None:
-    """A ``skipview train --config`` file: every training setting, with a comment saying where it came from."""
-    body = yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)
+    """A ``skipview train --config`` file: every training setting, with a comment saying where it came from. Data
+    paths inside a repository are written relative to it (the search resolved them for its trials), so a best
+    configuration committed to the repository works from any checkout's root."""
+    portable = {key: lineage.portable_path(value) for key in ("corpus", "wordvecs", "senteval_dir")
+                if (value := getattr(settings, key))}
+    body = yaml.safe_dump(settings.model_copy(update=portable).model_dump(mode="json"), sort_keys=False)
     write_text_aside(path, f"# {comment}\n{body}")

@@ -7,11 +7,12 @@ import math
 import textwrap
 
 import pytest
+import yaml
 
 from skipview.platform.tracking import store
 from skipview.platform.training.config import TrainSettings, load_settings
 from skipview.platform.tuning.search import (PARENT_TAG, STOPPED_TAG, SearchSettings, run_search, sentence_budget,
-                                             trial_settings, trials_markdown)
+                                             trial_settings, trials_markdown, write_settings)
 from skipview.platform.tuning.space import load_space
 
 STEPS, EVERY = 6, 2
@@ -42,6 +43,16 @@ def test_a_trial_with_another_batch_size_reads_the_same_sentences_at_the_same_ch
         assert settings.optimizer.lr == 0.002 and settings.max_steps * batch == 512_000
     search = SearchSettings(name="s", storage="runs", num_samples=1, workers_per_trial=2)
     assert sentence_budget(base, search) == 1000 * 512 * 2
+
+
+def test_a_written_best_config_holds_repository_relative_data_paths(tmp_path):
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    corpus = tmp_path / "repo" / "data" / "novels" / "prepared"
+    settings = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(tmp_path / "elsewhere" / "wordvecs"))
+    write_settings(settings, tmp_path / "best.yaml", "best of a search")
+    written = yaml.safe_load((tmp_path / "best.yaml").read_text())
+    assert written["corpus"] == "data/novels/prepared"                  # inside a repository: relative to it
+    assert written["wordvecs"] == str(tmp_path / "elsewhere" / "wordvecs")  # outside any: as given
 
 
 @pytest.mark.slow
