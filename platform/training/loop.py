@@ -189,11 +189,14 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         tracker.tag(CORRUPT_TAG, " | ".join(skipped))
 
     def report(extra: dict[str, float], final_model: Path | None = None) -> None:
-        metrics = {"step": progress.step, "epoch": progress.epoch, **extra}
+        # sentences read so far: ASHA's clock in a search (platform/tuning/search.py), fair across batch sizes
+        metrics = {"step": progress.step, "epoch": progress.epoch,
+                   "sentences": progress.step * settings.batch_size * world_size, **extra}
         if rank == 0 and settings.senteval_dir:
             scores = evaluate_sts14(built, settings, device)
-            # Ray hears only the ensemble's score (checkpoint ranking, ASHA): Tune reads a "/" in a result key as
-            # nesting, and "sts14/f" beside "sts14" cannot nest; the per-view curves go to MLflow
+            # Ray hears only the ensemble's score, the one checkpoint ranking and ASHA read (Tune treats a "/" in a
+            # result key as nesting, so "sts14/f" beside "sts14" is a shape it does not expect); the per-view curves
+            # go to MLflow
             score = metrics["sts14"] = scores["sts14"]
             progress.best_sts14 = score if progress.best_sts14 is None else max(progress.best_sts14, score)
             tracker.metrics(scores, progress.step)

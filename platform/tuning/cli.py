@@ -29,8 +29,10 @@ def tune(
     cpus_per_worker: float = typer.Option(1, help="CPUs per Train worker (also its torch threads)"),
     gpus_per_worker: float = typer.Option(0, help="GPUs per Train worker"),
     seed: int = typer.Option(0, help="seeds the TPE sampler and every trial's training"),
-    grace_period: Optional[int] = typer.Option(None, min=1, help="steps before ASHA may stop a trial "
-                                                                 "(default: two checkpoint intervals)"),
+    grace_period: Optional[int] = typer.Option(None, min=1, help="steps of the base batch size before ASHA "
+                                                                 "may stop a trial (default: two checkpoint intervals); "
+                                                                 "ASHA counts sentences, so a trial with another batch "
+                                                                 "size gets as many sentences"),
     reduction_factor: int = typer.Option(2, min=2, help="ASHA keeps 1/reduction_factor of trials per rung"),
     address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="Ray cluster; none starts a local Ray"),
     storage: str = typer.Option("runs", help="Tune and Train storage: a local path or a URI every node reaches"),

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from skipview.platform.tracking import store
+from skipview.platform.tracking import lineage, store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
 from skipview.platform.tuning.files import write_text_aside
@@ -37,7 +37,10 @@ from skipview.platform.tuning.space import SearchSpace, apply_trial
 log = logging.getLogger(__name__)
 
 METRIC = "sts14"           # reported by the training loop at each checkpoint: mean Pearson x100 over STS14
-TIME_ATTR = "step"         # ASHA's clock: optimiser steps, comparable across batch sizes and resumes
+# ASHA's clock: sentences read (steps x batch x ranks), reported by the loop at each checkpoint. Optimiser steps
+# would credit a trial of batch 512 with four times the data of one of batch 128 at every rung, and the search
+# would learn only that larger batches read more.
+TIME_ATTR = "sentences"
 STUDY_TAG = "skipview.study"
 SEARCH_TAG = "skipview.search"
 TRIAL_TAG = "skipview.tune.trial_id"
@@ -60,7 +63,7 @@ class SearchSettings:
     cpus_per_worker: float = 1
     gpus_per_worker: float = 0
     seed: int = 0
-    grace_period: int | None = None        # steps before ASHA may stop a trial; None: two checkpoint intervals
+    grace_period: int | None = None        # base-batch steps before ASHA may stop a trial; None: two checkpoints
     reduction_factor: int = 2
     experiment: str = "tune"
     tracking_uri: str | None = None
@@ -72,6 +75,7 @@ class TrialSummary:
     run_name: str
     config: dict[str, Any]
     last_step: int | None
+    last_sentences: int | None
     best_sts14: float | None
     last_sts14: float | None
     stopped_early: bool
@@ -95,13 +99,30 @@ def trial_run(search: SearchSettings, trial_id: str) -> RunSettings:
                        experiment=search.experiment, tracking_uri=search.tracking_uri, max_failures=1)
 
 
+def sentence_budget(base: TrainSettings, search: SearchSettings) -> int:
+    """What every trial reads at most: the base settings' steps at the base batch size, over the trial's ranks."""
+    return base.max_steps * base.batch_size * search.workers_per_trial
+
+
+def trial_settings(base: TrainSettings, config: dict[str, Any]) -> TrainSettings:
+    """The base settings with the trial's values. A trial that searches the batch size keeps the base's sentence
+    budget and checkpoint spacing in sentences: its steps scale by base batch / its batch, so every trial reaches
+    ASHA's rungs (and its own end) having read the same sentences."""
+    settings = TrainSettings.model_validate(apply_trial(base.model_dump(mode="json"), config))
+    if settings.batch_size == base.batch_size:
+        return settings
+    scale = base.batch_size / settings.batch_size
+    return settings.model_copy(update={"max_steps": max(round(base.max_steps * scale), 1),
+                                       "checkpoint_every": max(round(base.checkpoint_every * scale), 1)})
+
+
 def run_trial(config: dict[str, Any], *, base: dict[str, Any], search: SearchSettings, parent_run_id: str) -> None:
     """One trial: the base settings with the trial's values, fitted as a TorchTrainer that reports to Tune."""
     from ray import tune
     from ray.tune.integration.ray_train import TuneReportCallback
 
     trial_id = tune.get_context().get_trial_id()
-    settings = TrainSettings.model_validate(apply_trial(base, config))
+    settings = trial_settings(TrainSettings.model_validate(base), config)
     run = trial_run(search, trial_id)
     # Open the child run here, with the parent link, before the loop does: the loop finds it by run key and
     # continues it, so the trial's params, STS14 curve and model land in one run under the search.
@@ -159,7 +180,8 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
     else:
         concurrency = search.max_concurrent or default_concurrency(search)
         log.info("search %s: %d trials, at most %d at once", search.name, search.num_samples, concurrency)
-        grace = search.grace_period or min(2 * base.checkpoint_every, base.max_steps)
+        per_step = base.batch_size * search.workers_per_trial
+        grace = (search.grace_period or min(2 * base.checkpoint_every, base.max_steps)) * per_step
         tuner = tune.Tuner(
             trainable,
             param_space=space.to_tune(),
@@ -168,7 +190,7 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
                 # The limiter travels with the searcher's saved state, so a restored search keeps the cap on new
                 # suggestions (Tune 2.60 does not restore max_concurrent_trials itself).
                 search_alg=ConcurrencyLimiter(OptunaSearch(seed=search.seed), max_concurrent=concurrency),
-                scheduler=ASHAScheduler(time_attr=TIME_ATTR, max_t=base.max_steps, grace_period=grace,
+                scheduler=ASHAScheduler(time_attr=TIME_ATTR, max_t=sentence_budget(base, search), grace_period=grace,
                                         reduction_factor=search.reduction_factor)),
             run_config=tune.RunConfig(name=search.name, storage_path=root, verbose=1))
     results = tuner.fit()
@@ -179,7 +201,8 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         raise SearchInterrupted(f"search {search.name} interrupted with {unfinished} trial(s) unfinished; run the "
                                 f"same command with --name {search.name} to resume it")
 
-    trials = [_summarise(result, search, base.max_steps) for result in results]
+    budget = sentence_budget(base, search)
+    trials = [_summarise(result, search, budget) for result in results]
     _close_children(client, search, trials)
     scored = [t for t in trials if t.best_sts14 is not None]
     if not scored:
@@ -187,13 +210,13 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         errors = "; ".join(f"{t.trial_id}: {t.error}" for t in trials if t.error) or "no trial reported STS14"
         raise RuntimeError(f"search {search.name}: no trial produced a score ({errors})")
     best = max(scored, key=lambda t: t.best_sts14)
-    best_settings = TrainSettings.model_validate(apply_trial(base.model_dump(mode="json"), best.config))
+    best_settings = trial_settings(base, best.config)
     best_path = best_config_path or driver.local_root(search.storage) / search.name / "best_config.yaml"
     write_settings(best_settings, best_path, f"best of search {search.name}: {METRIC} {best.best_sts14:.2f} "
                                              f"(trial {best.trial_id}, run {best.run_name})")
     summary_path = best_path.with_name(best_path.stem + "_trials.json")
     write_text_aside(summary_path, json.dumps([asdict(t) for t in trials], indent=2, sort_keys=True) + "\n")
-    write_text_aside(summary_path.with_suffix(".md"), trials_markdown([asdict(t) for t in trials], base.max_steps))
+    write_text_aside(summary_path.with_suffix(".md"), trials_markdown([asdict(t) for t in trials], budget))
     store.log_metrics(client, parent_id, {"best_sts14": best.best_sts14, "trials": len(trials),
                                           "trials_stopped_early": sum(t.stopped_early for t in trials)}, step=0)
     client.set_tag(parent_id, "best_trial", best.run_name)
@@ -220,16 +243,18 @@ def absolute_paths(settings: TrainSettings) -> TrainSettings:
     return settings.model_copy(update=update)
 
 
-def _summarise(result, search: SearchSettings, max_steps: int) -> TrialSummary:
+def _summarise(result, search: SearchSettings, budget: int) -> TrialSummary:
     metrics = result.metrics or {}
     trial_id = metrics.get("trial_id") or Path(result.path).name
     history = result.metrics_dataframe
     scores = [] if history is None or METRIC not in history else [float(v) for v in history[METRIC].dropna()]
-    last_step = int(metrics[TIME_ATTR]) if TIME_ATTR in metrics else None
+    last_step = int(metrics["step"]) if "step" in metrics else None
+    sentences = int(metrics[TIME_ATTR]) if TIME_ATTR in metrics else None
     return TrialSummary(
         trial_id=trial_id, run_name=trial_run(search, trial_id).name, config=result.config,
-        last_step=last_step, best_sts14=max(scores) if scores else None, last_sts14=scores[-1] if scores else None,
-        stopped_early=result.error is None and last_step is not None and last_step < max_steps,
+        last_step=last_step, last_sentences=sentences,
+        best_sts14=max(scores) if scores else None, last_sts14=scores[-1] if scores else None,
+        stopped_early=result.error is None and sentences is not None and sentences < budget,
         error=None if result.error is None else str(result.error).splitlines()[0])
 
 
@@ -247,18 +272,24 @@ def _close_children(client, search: SearchSettings, trials: list[TrialSummary]) 
             client.set_terminated(run_id, "KILLED" if trial.stopped_early else "FAILED")
 
 
-def trials_markdown(trials: list[dict[str, Any]], max_steps: int) -> str:
-    """The trials as a table, best first: searched values, steps run (ASHA's stops show), best and last STS14."""
+def trials_markdown(trials: list[dict[str, Any]], budget: int) -> str:
+    """The trials as a table, best first: searched values, steps and sentences run (ASHA's stops show), best and
+    last STS14."""
     keys = sorted({f"{section}.{key}" for t in trials for section, values in t["config"].items() for key in values})
-    header = ["trial", *keys, "steps", "best STS14", "last STS14", "outcome"]
+    header = ["trial", *keys, "steps", "sentences", "best STS14", "last STS14", "outcome"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for t in sorted(trials, key=lambda t: -(t["best_sts14"] if t["best_sts14"] is not None else -math.inf)):
         values = [_cell(t["config"].get(k.split(".", 1)[0], {}).get(k.split(".", 1)[1])) for k in keys]
         outcome = ("error: " + t["error"] if t["error"] else
-                   f"stopped by ASHA at step {t['last_step']}" if t["stopped_early"] else f"ran {max_steps} steps")
-        lines.append("| " + " | ".join([t["trial_id"], *values, _cell(t["last_step"]), _cell(t["best_sts14"]),
-                                        _cell(t["last_sts14"]), outcome]) + " |")
+                   f"stopped by ASHA at step {t['last_step']}" if t["stopped_early"] else
+                   f"read the whole budget ({budget:,} sentences)")
+        lines.append("| " + " | ".join([t["trial_id"], *values, _cell(t["last_step"]), _count(t["last_sentences"]),
+                                        _cell(t["best_sts14"]), _cell(t["last_sts14"]), outcome]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
 
 
 def _cell(value: Any) -> str:
@@ -268,6 +299,10 @@ def _cell(value: Any) -> str:
 
 
 def write_settings(settings: TrainSettings, path: Path, comment: str) -> None:
-    """A ``skipview train --config`` file: every training setting, with a comment saying where it came from."""
-    body = yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)
+    """A ``skipview train --config`` file: every training setting, with a comment saying where it came from. Data
+    paths inside a repository are written relative to it (the search resolved them for its trials), so a best
+    configuration committed to the repository works from any checkout's root."""
+    portable = {key: lineage.portable_path(value) for key in ("corpus", "wordvecs", "senteval_dir")
+                if (value := getattr(settings, key))}
+    body = yaml.safe_dump(settings.model_copy(update=portable).model_dump(mode="json"), sort_keys=False)
     write_text_aside(path, f"# {comment}\n{body}")
