@@ -194,9 +194,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                    "sentences": progress.step * settings.batch_size * world_size, **extra}
         if rank == 0 and settings.senteval_dir:
             scores = evaluate_sts14(built, settings, device)
-            # Ray hears only the ensemble's score, the one checkpoint ranking and ASHA read (Tune treats a "/" in a
-            # result key as nesting, so "sts14/f" beside "sts14" is a shape it does not expect); the per-view curves
-            # go to MLflow
+            # Ray hears only the ensemble's score, the one checkpoint ranking and ASHA read; the per-view curves go
+            # to MLflow
             score = metrics["sts14"] = scores["sts14"]
             progress.best_sts14 = score if progress.best_sts14 is None else max(progress.best_sts14, score)
             tracker.metrics(scores, progress.step)

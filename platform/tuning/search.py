@@ -163,6 +163,7 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         raise ValueError(f"{space.source}: a space for {space.objective!r} cannot tune objective {base.objective!r}")
     search = _resolved(search)
     base = absolute_paths(base).model_copy(update={"seed": search.seed})
+    budget = sentence_budget(base, search)
     client = store.client(search.tracking_uri)
     root = search.storage
     parent_id, resumed = store.open_run(
@@ -180,8 +181,8 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
     else:
         concurrency = search.max_concurrent or default_concurrency(search)
         log.info("search %s: %d trials, at most %d at once", search.name, search.num_samples, concurrency)
-        per_step = base.batch_size * search.workers_per_trial
-        grace = (search.grace_period or min(2 * base.checkpoint_every, base.max_steps)) * per_step
+        grace_steps = search.grace_period or min(2 * base.checkpoint_every, base.max_steps)
+        grace = budget * grace_steps // base.max_steps                   # base-batch steps, in sentences
         tuner = tune.Tuner(
             trainable,
             param_space=space.to_tune(),
@@ -190,7 +191,7 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
                 # The limiter travels with the searcher's saved state, so a restored search keeps the cap on new
                 # suggestions (Tune 2.60 does not restore max_concurrent_trials itself).
                 search_alg=ConcurrencyLimiter(OptunaSearch(seed=search.seed), max_concurrent=concurrency),
-                scheduler=ASHAScheduler(time_attr=TIME_ATTR, max_t=sentence_budget(base, search), grace_period=grace,
+                scheduler=ASHAScheduler(time_attr=TIME_ATTR, max_t=budget, grace_period=grace,
                                         reduction_factor=search.reduction_factor)),
             run_config=tune.RunConfig(name=search.name, storage_path=root, verbose=1))
     results = tuner.fit()
@@ -201,7 +202,6 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         raise SearchInterrupted(f"search {search.name} interrupted with {unfinished} trial(s) unfinished; run the "
                                 f"same command with --name {search.name} to resume it")
 
-    budget = sentence_budget(base, search)
     trials = [_summarise(result, search, budget) for result in results]
     _close_children(client, search, trials)
     scored = [t for t in trials if t.best_sts14 is not None]
