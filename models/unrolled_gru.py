@@ -39,6 +39,24 @@ def _step(projected_input: torch.Tensor, h: torch.Tensor, w_hh: torch.Tensor, b_
     return n + z * (h - n)          # = (1 - z) * n + z * h
 
 
+def forward_recurrence(step_inputs: list[torch.Tensor], w_hh: torch.Tensor, b_hh: torch.Tensor,
+                       ) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """A GRU run forward over packed time steps: ``step_inputs[t]`` is W_i x_t + b_i for the sentences still
+    inside their length at step t, rows sorted longest first (a ``PackedSequence``'s layout). Starts from zero
+    states. Returns every step's states (their concatenation is the packed output) and each sentence's last
+    state, (B, h) in the sorted order."""
+    h = step_inputs[0].new_zeros(step_inputs[0].shape[0], w_hh.shape[1])
+    states, ended = [], []
+    for projected_input in step_inputs:
+        rows = projected_input.shape[0]
+        if rows < h.shape[0]:                   # the sentences that end leave from the bottom rows
+            ended.append(h[rows:])
+            h = h[:rows]
+        h = _step(projected_input, h, w_hh, b_hh)
+        states.append(h)
+    return states, torch.cat([h, *reversed(ended)])
+
+
 def bigru_last_states(gru: nn.GRU, x: torch.Tensor, lengths_cpu: torch.Tensor) -> torch.Tensor:
     """[h_fwd_last; h_bwd_last] of a one-layer bi-directional batch-first ``gru`` over padded ``x`` (B, L, D) with
     host ``lengths_cpu`` (B,), each >= 1: (B, 2h), rows in the input's order."""
@@ -55,15 +73,7 @@ def bigru_last_states(gru: nn.GRU, x: torch.Tensor, lengths_cpu: torch.Tensor) -
     forward_steps, backward_steps = forward_in.split(batch_sizes), backward_in.split(batch_sizes)
     hidden = gru.hidden_size
 
-    # forward direction: sentences are sorted longest first, so the ones that end leave from the bottom rows
-    h = x.new_zeros(batch_sizes[0], hidden)
-    ended = []
-    for step, rows in enumerate(batch_sizes):
-        if rows < h.shape[0]:
-            ended.append(h[rows:])
-            h = h[:rows]
-        h = _step(forward_steps[step], h, gru.weight_hh_l0, gru.bias_hh_l0)
-    forward_last = torch.cat([h, *reversed(ended)])
+    _, forward_last = forward_recurrence(list(forward_steps), gru.weight_hh_l0, gru.bias_hh_l0)
 
     # backward direction: starts at each sentence's last token, so sentences join at the bottom as it goes back
     h = x.new_zeros(0, hidden)

@@ -1,7 +1,9 @@
 """The skip-thought network: a GRU sentence encoder and two conditional-GRU decoders (Kiros et al. 2015, eqs. 1-9).
 
-Every recurrence runs in PyTorch's fused GRU (cuDNN on GPU, oneDNN/ATen on CPU) over packed sequences, so
-training has no Python loop over time steps and padding never enters a state.
+Every recurrence runs over packed sequences, so padding never enters a state. On a GPU the ``fused`` form (below)
+is PyTorch's GRU, one cuDNN call; on a CPU it is unrolled step by step (``models/unrolled_gru.py``: ATen's packed
+CPU GRU spends much of its backward zero-filling buffers the size of the whole input), and the decoders project
+their context ``C h_i``, the same at every step, once per sentence instead of once per word.
 
 The decoder's conditional GRU (eqs. 5-8) adds ``C_r h_i``, ``C_z h_i`` and ``C h_i`` to the gate and candidate
 pre-activations, outside the reset gate, exactly where a GRU adds its input projection. A GRU whose input at
@@ -32,6 +34,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, invert_permutation, pack_padded_sequence, pad_packed_sequence
 
 from skipview.models.skipthought.config import SkipThoughtConfig
+from skipview.models.unrolled_gru import bigru_last_states, forward_recurrence
 from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 
 UNIFORM_INIT_RANGE = 0.1  # paper section 3.1: non-recurrent weights ~ U[-0.1, 0.1]
@@ -113,6 +116,11 @@ class PrintedGRU(nn.GRU):
 ResetGate = Literal["paper", "fused"]
 
 
+def _unrolled_on(gru: nn.GRU, inputs: torch.Tensor) -> bool:
+    """Whether the fused form runs unrolled (``models/unrolled_gru.py``): on a CPU; the printed form has its own loop."""
+    return inputs.device.type == "cpu" and not isinstance(gru, PrintedGRU)
+
+
 def make_gru(input_size: int, hidden_size: int, reset_gate: ResetGate, bidirectional: bool = False) -> nn.GRU:
     gru_class = PrintedGRU if reset_gate == "paper" else nn.GRU
     return gru_class(input_size, hidden_size, batch_first=True, bidirectional=bidirectional)
@@ -130,6 +138,14 @@ class SentenceGRUEncoder(nn.Module):
 
     def forward(self, embedded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """``embedded`` [B, T, E] (padded), ``lengths`` [B] (>= 1) -> sentence vectors [B, hidden_size]."""
+        if _unrolled_on(self.gru, embedded):
+            if self.gru.bidirectional:
+                return bigru_last_states(self.gru, embedded, lengths)
+            packed = _pack(embedded, lengths)
+            projected = nn.functional.linear(packed.data, self.gru.weight_ih_l0, self.gru.bias_ih_l0)
+            _, last = forward_recurrence(list(projected.split(packed.batch_sizes.tolist())),
+                                         self.gru.weight_hh_l0, self.gru.bias_hh_l0)
+            return last.index_select(0, packed.unsorted_indices)
         _, last = self.gru(_pack(embedded, lengths))        # [directions, B, h], in the caller's order
         return torch.cat(tuple(last), dim=-1)
 
@@ -145,6 +161,15 @@ class ConditionalGRUDecoder(nn.Module):
     def forward(self, embedded: torch.Tensor, context: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
         """Teacher forcing: ``embedded`` [B, T, E] are the previous words, ``context`` [B, C] the encoded sentence;
         returns the packed hidden states h^t (only the real steps, so the vocabulary projection skips padding)."""
+        if _unrolled_on(self.gru, embedded):
+            packed = _pack(embedded, lengths)
+            w_ih, split = self.gru.weight_ih_l0, self.embedding_dim
+            words = nn.functional.linear(packed.data, w_ih[:, :split], self.gru.bias_ih_l0)
+            contexts = nn.functional.linear(context.index_select(0, packed.sorted_indices), w_ih[:, split:])
+            steps = [step + contexts[: len(step)] for step in words.split(packed.batch_sizes.tolist())]
+            states, _ = forward_recurrence(steps, self.gru.weight_hh_l0, self.gru.bias_hh_l0)
+            return PackedSequence(torch.cat(states), packed.batch_sizes, packed.sorted_indices,
+                                  packed.unsorted_indices)
         inputs = torch.cat([embedded, context.unsqueeze(1).expand(-1, embedded.shape[1], -1)], dim=-1)
         states, _ = self.gru(_pack(inputs, lengths))
         return states

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from skipview.models.skipthought.config import SkipThoughtConfig
-from skipview.models.skipthought.network import ConditionalGRUDecoder, SentenceGRUEncoder, SkipThoughtNetwork, make_gru
+from skipview.models.skipthought.network import (ConditionalGRUDecoder, SentenceGRUEncoder, SkipThoughtNetwork, _pack,
+                                                 make_gru)
 from skipview.models.vocab import BOS_ID, EOS_ID, UNK_ID
 
 E, C, H = 3, 4, 5   # word embedding, sentence vector, decoder state
@@ -107,6 +108,35 @@ def test_encoder_reads_each_sentence_alone_padding_never_leaks(bidirectional, re
                 halves.append(single(order(sentence))[1][0, 0])
             torch.testing.assert_close(batch[b], torch.cat(halves), atol=1e-6, rtol=1e-6)
     assert batch.shape == (len(lengths), 2 * H)
+
+
+@pytest.mark.parametrize("part", ["decoder", "uni-encoder", "bi-encoder"])
+def test_cpu_unrolled_fused_form_matches_the_packed_kernel_in_values_and_gradients(part):
+    """On a CPU the fused form runs unrolled (``models/unrolled_gru.py``) with the decoder's context projected
+    once per sentence; against ``nn.GRU`` over the same PackedSequence it gives the same outputs and the same
+    gradients for every parameter, the inputs and the context (tied lengths, length 1)."""
+    lengths = torch.tensor([4, 1, 6, 4])
+    generator = torch.Generator().manual_seed(4)
+    embedded = torch.randn(len(lengths), 6, E, generator=generator)
+    h_i = torch.randn(len(lengths), C, generator=generator)
+    if part == "decoder":
+        module = ConditionalGRUDecoder(E, C, H, "fused")
+        ours = lambda x, c: module(x, c, lengths).data
+        kernel = lambda x, c: module.gru(_pack(torch.cat([x, c[:, None].expand(-1, 6, -1)], -1), lengths))[0].data
+    else:
+        module = SentenceGRUEncoder(E, 2 * H, part == "bi-encoder", "fused")
+        ours = lambda x, c: module(x, lengths) * c.sum()
+        kernel = lambda x, c: torch.cat(tuple(module.gru(_pack(x, lengths))[1]), -1) * c.sum()
+    _randomise(module, seed=5)
+    results = []
+    for run in (ours, kernel):
+        module.zero_grad()
+        x, c = embedded.clone().requires_grad_(), h_i.clone().requires_grad_()
+        out = run(x, c)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        results.append([out, x.grad, c.grad, *(p.grad for p in module.parameters())])
+    for unrolled, packed in zip(*results):
+        torch.testing.assert_close(unrolled, packed, rtol=1e-5, atol=1e-6)
 
 
 def _tiny_network(encoder="uni", num_words=12) -> SkipThoughtNetwork:
