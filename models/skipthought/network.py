@@ -1,9 +1,9 @@
 """The skip-thought network: a GRU sentence encoder and two conditional-GRU decoders (Kiros et al. 2015, eqs. 1-9).
 
 Every recurrence runs over packed sequences, so padding never enters a state. On a GPU the ``fused`` form (below)
-is PyTorch's GRU, one cuDNN call; on a CPU it is unrolled step by step (``models/unrolled_gru.py``: ATen's packed
-CPU GRU spends much of its backward zero-filling buffers the size of the whole input), and the decoders project
-their context ``C h_i``, the same at every step, once per sentence instead of once per word.
+is PyTorch's GRU, one cuDNN call; when training on a CPU it is unrolled step by step (``models/unrolled_gru.py``:
+ATen's packed CPU GRU spends much of its backward zero-filling buffers the size of the whole input), and the
+decoders project their context ``C h_i``, the same at every step, once per sentence instead of once per word.
 
 The decoder's conditional GRU (eqs. 5-8) adds ``C_r h_i``, ``C_z h_i`` and ``C h_i`` to the gate and candidate
 pre-activations, outside the reset gate, exactly where a GRU adds its input projection. A GRU whose input at
@@ -117,8 +117,10 @@ ResetGate = Literal["paper", "fused"]
 
 
 def _unrolled_on(gru: nn.GRU, inputs: torch.Tensor) -> bool:
-    """Whether the fused form runs unrolled (``models/unrolled_gru.py``): on a CPU; the printed form has its own loop."""
-    return inputs.device.type == "cpu" and not isinstance(gru, PrintedGRU)
+    """Whether the fused form runs unrolled (``models/unrolled_gru.py``): when training on a CPU. What it saves is
+    in the backward; without one (encoding for evaluation) ATen's packed kernel is the faster. The printed form
+    has its own loop."""
+    return inputs.device.type == "cpu" and torch.is_grad_enabled() and not isinstance(gru, PrintedGRU)
 
 
 def make_gru(input_size: int, hidden_size: int, reset_gate: ResetGate, bidirectional: bool = False) -> nn.GRU:
