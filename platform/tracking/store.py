@@ -108,6 +108,28 @@ def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run
     return run_id, False
 
 
+def check_same_params(mlflow_client, experiment: str, run_key: str, params: Mapping[str, Any], *,
+                      may_differ: Iterable[str] = (), what: str = "run") -> None:
+    """Refuse to continue the run recorded for ``run_key`` with other settings than it was started with.
+
+    ``open_run`` continues a recorded run and keeps its first params (MLflow refuses to change them), so a run
+    restarted under the same name with new settings would log its curves under the old settings' params. Keys
+    ending in one of ``may_differ`` (a budget a continued run may extend) and keys only one side has are not
+    compared. Raises ValueError, one line naming the differing keys."""
+    run_id = find_run(mlflow_client, experiment, run_key)
+    if run_id is None:
+        return
+    recorded = mlflow_client.get_run(run_id).data.params
+    planned = {key: param_value(value) for key, value in flatten(params).items()}
+    allowed = set(may_differ)
+    differing = sorted(key for key in planned.keys() & recorded.keys()
+                       if planned[key] != recorded[key] and key.rsplit(".", 1)[-1] not in allowed)
+    if differing:
+        changes = ", ".join(f"{key}: {recorded[key]} -> {planned[key]}" for key in differing[:4])
+        raise ValueError(f"{what}: MLflow run {run_id} in experiment {experiment!r} has this name and other settings "
+                         f"({changes}); choose another --name, or delete that run and its checkpoints to start over")
+
+
 def last_logged_step(mlflow_client, run_id: str, key: str) -> int:
     """The highest step at which ``key`` was logged in the run (-1 if never: a run opened before training, as a
     study opens its runs, has logged no step yet, step 0 included)."""

@@ -55,6 +55,10 @@ def train(
     run = RunSettings(name=name or driver.new_run_name(settings), storage=storage, workers=workers,
                       cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, max_failures=max_failures,
                       experiment=experiment, output=str(output) if output else None)
+    try:
+        driver.check_continuation(settings, run)
+    except ValueError as error:
+        raise typer.BadParameter(one_line(error)) from error
     driver.connect(address)
     typer.echo(f"run {run.name}: {run.workers} worker(s), checkpoints in {driver.run_key(run)}")
     outcome = driver.train(settings, run)

@@ -25,6 +25,10 @@ class OptimizerSettings(Strict):
     weight_decay: float = Field(0.0, ge=0)
 
 
+# the settings a continued run may extend (a longer run of the same model); every other setting must match
+BUDGET_KEYS = ("epochs", "max_steps")
+
+
 class TrainSettings(Strict):
     objective: str = Field(description="registered objective (disc, gen, skipthought) or 'module:factory'")
     objective_settings: dict[str, Any] = Field(default_factory=dict)

@@ -22,7 +22,7 @@ from typing import Any
 from skipview.models.directories import swap_in
 from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.training import checkpoint as ckpt
-from skipview.platform.training.config import RunSettings, TrainSettings
+from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
 from skipview.platform.training.loop import Diverged, check_precision, train_loop_per_worker
 
 log = logging.getLogger(__name__)
@@ -104,10 +104,24 @@ def tags_for(settings: TrainSettings) -> dict[str, str]:
     return tags
 
 
+def run_params(settings: TrainSettings) -> dict[str, Any]:
+    """What a run records as its MLflow params: the settings, the objective's with their defaults filled in."""
+    return {**settings.model_dump(mode="json"), "objective_settings": objective_config(settings)}
+
+
+def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
+    """A name MLflow already records is that run continued: the same settings, its budget aside."""
+    from skipview.platform.tracking import store
+
+    client = store.client(run.tracking_uri or store.tracking_uri())
+    store.check_same_params(client, run.experiment, run_key(run), run_params(settings), may_differ=BUDGET_KEYS,
+                            what=f"run {run.name}")
+
+
 def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:
     return {"settings": settings.model_dump(mode="json"), "run_name": run.name, "run_key": run_key(run),
             "experiment": run.experiment, "tracking_uri": tracking_uri, "cpus_per_worker": run.cpus_per_worker,
-            "params": {**settings.model_dump(mode="json"), "objective_settings": objective_config(settings)},
+            "params": run_params(settings),
             "tags": tags_for(settings)}
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from skipview.platform.tracking import store
 from skipview.platform.training import driver
-from skipview.platform.training.config import RunSettings, TrainSettings
+from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
 from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
                                              Matrix, PlannedRun, metric_key, plan)
 from skipview.platform.tuning.search import absolute_paths
@@ -156,9 +156,8 @@ def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
                        output=str(driver.local_root(study.storage) / study.name / "models" / name))
 
 
-# What a longer run of the same model may change: its budget. Anything else differing means the continued run is not
-# the longer run it would be recorded as.
-BUDGET_KEYS = ("epochs", "max_steps")
+# A warm-started run may change only the budget (BUDGET_KEYS): anything else differing means the continued run is
+# not the longer run it would be recorded as.
 WARM_START_TAG = "skipview.warm_start_from"
 
 

@@ -1,5 +1,6 @@
 """Tracking store default, params flattening, one MLflow run per run key, and DVC lineage lookup."""
 
+import pytest
 import yaml
 
 from skipview.platform.tracking import lineage, store
@@ -65,3 +66,18 @@ def test_recorded_paths_are_relative_to_their_repository(tmp_path, monkeypatch):
     assert lineage.portable_path("s3://bucket/runs/disc-x") == "s3://bucket/runs/disc-x"
     outside = tmp_path / "elsewhere"
     assert lineage.portable_path(outside) == str(outside)
+
+
+def test_a_recorded_run_continues_only_with_its_own_settings(tmp_path):
+    """Restarting a run under the same name with other settings would log its curves under the old params (MLflow
+    keeps a run's first params): refused, naming the key. A longer budget is the same run continued."""
+    client = store.client(f"sqlite:///{tmp_path}/m.db")
+    settings = {"max_steps": 3000, "objective_settings": {"vocab_size": 10000, "encoder": "uni"}}
+    store.open_run(client, "study", "runs/a", "a", params=settings)
+    store.check_same_params(client, "study", "runs/a", settings)
+    store.check_same_params(client, "study", "runs/a", {**settings, "max_steps": 6000}, may_differ=["max_steps"])
+    store.check_same_params(client, "study", "runs/b", {"max_steps": 1}, what="run b")     # not recorded: nothing to keep
+    changed = {"max_steps": 2000, "objective_settings": {"vocab_size": 5000, "encoder": "uni"}}
+    with pytest.raises(ValueError, match=r"^run a: MLflow run \w+ in experiment 'study' .*"
+                                         r"\(objective_settings.vocab_size: 10000 -> 5000\)"):
+        store.check_same_params(client, "study", "runs/a", changed, may_differ=["max_steps"], what="run a")
