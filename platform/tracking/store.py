@@ -120,14 +120,25 @@ def check_same_params(mlflow_client, experiment: str, run_key: str, params: Mapp
     if run_id is None:
         return
     recorded = mlflow_client.get_run(run_id).data.params
-    planned = {key: param_value(value) for key, value in flatten(params).items()}
+    planned = param_strings(params)
     allowed = set(may_differ)
-    differing = sorted(key for key in planned.keys() & recorded.keys()
-                       if planned[key] != recorded[key] and key.rsplit(".", 1)[-1] not in allowed)
-    if differing:
-        changes = ", ".join(f"{key}: {recorded[key]} -> {planned[key]}" for key in differing[:4])
+    changes = param_changes(recorded, planned, [key for key in planned.keys() & recorded.keys()
+                                                if key.rsplit(".", 1)[-1] not in allowed])
+    if changes:
         raise ValueError(f"{what}: MLflow run {run_id} in experiment {experiment!r} has this name and other settings "
                          f"({changes}); choose another --name, or delete that run and its checkpoints to start over")
+
+
+def param_strings(params: Mapping[str, Any]) -> dict[str, str]:
+    """Settings as MLflow records them: dotted keys, string values."""
+    return {key: param_value(value) for key, value in flatten(params).items()}
+
+
+def param_changes(recorded: Mapping[str, str], planned: Mapping[str, str], keys: Iterable[str]) -> str:
+    """``key: recorded -> planned`` for the first four of ``keys`` whose values differ (a key ``recorded`` lacks reads
+    None), comma-separated; empty when none differs."""
+    differing = sorted(key for key in keys if planned[key] != recorded.get(key))
+    return ", ".join(f"{key}: {recorded.get(key)} -> {planned[key]}" for key in differing[:4])
 
 
 def last_logged_step(mlflow_client, run_id: str, key: str) -> int:

@@ -211,16 +211,14 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
     if settings.optimizer.schedule != "constant":
         raise ValueError(f"--warm-start {study}: optimizer.schedule={settings.optimizer.schedule} decays over the "
                          "whole run, so a continued run is not the longer run; it needs a constant schedule")
-    planned = {key: store.param_value(value)
-               for key, value in store.flatten({TRAIN_PARAMS: settings.model_dump(mode="json")}).items()}
+    planned = store.param_strings({TRAIN_PARAMS: settings.model_dump(mode="json")})
     # runs recorded before the settings moved under train.* carry them unprefixed
     source_params = {**{f"{TRAIN_PARAMS}.{key}": value for key, value in source_params.items()}, **source_params}
     budget = [f"{TRAIN_PARAMS}.{key}" for key in BUDGET_KEYS]
-    differing = sorted(key for key in planned if key not in budget and planned[key] != source_params.get(key))
-    if differing:
-        raise ValueError(f"--warm-start {study}: {source} was trained with other settings ("
-                         + ", ".join(f"{k}: {source_params.get(k)} -> {planned[k]}" for k in differing[:4])
-                         + "); only " + " / ".join(BUDGET_KEYS) + " may change")
+    changes = store.param_changes(source_params, planned, [key for key in planned if key not in budget])
+    if changes:
+        raise ValueError(f"--warm-start {study}: {source} was trained with other settings ({changes}); only "
+                         + " / ".join(BUDGET_KEYS) + " may change")
     for key in budget:
         old, new = source_params.get(key, "None"), planned[key]
         if old != "None" and (new == "None" or int(new) < int(old)):

@@ -7,7 +7,7 @@ import torch
 
 from skipview.models.skipthought.config import SkipThoughtConfig
 from skipview.models.skipthought.network import (ConditionalGRUDecoder, SentenceGRUEncoder, SkipThoughtNetwork, _pack,
-                                                 make_gru)
+                                                 _unrolled_on, make_gru)
 from skipview.models.vocab import BOS_ID, EOS_ID, UNK_ID
 
 E, C, H = 3, 4, 5   # word embedding, sentence vector, decoder state
@@ -125,9 +125,11 @@ def test_cpu_unrolled_fused_form_matches_the_packed_kernel_in_values_and_gradien
         kernel = lambda x, c: module.gru(_pack(torch.cat([x, c[:, None].expand(-1, 6, -1)], -1), lengths))[0].data
     else:
         module = SentenceGRUEncoder(E, 2 * H, part == "bi-encoder", "fused")
+        # an encoder has no context: c only scales both outputs alike, so both runs have the same gradients to compare
         ours = lambda x, c: module(x, lengths) * c.sum()
         kernel = lambda x, c: torch.cat(tuple(module.gru(_pack(x, lengths))[1]), -1) * c.sum()
     _randomise(module, seed=5)
+    assert _unrolled_on(module.gru, embedded), "the module's own forward must take the unrolled path here"
     results = []
     for run in (ours, kernel):
         module.zero_grad()
