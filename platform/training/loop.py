@@ -63,6 +63,26 @@ def schedule_factor(step: int, settings: TrainSettings) -> float:
     return 1.0 - progress if opt.schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def parameter_groups(objective: torch.nn.Module, opt) -> list[dict[str, Any]]:
+    """Adam's parameter groups: ``opt.lr`` for every parameter (the first group, the one the log's ``lr`` follows),
+    except those under a module that ``opt.lr_by_module`` gives its own rate (a view that needs a gentler step than
+    the other, e.g. the bi-GRU f beside the linear g)."""
+    modules = dict(objective.named_modules())
+    unknown = sorted(set(opt.lr_by_module) - set(modules))
+    if unknown:
+        raise ValueError(f"optimizer.lr_by_module: {', '.join(unknown)} is not a module of the objective "
+                         f"(its modules: {', '.join(name for name in modules if name)})")
+    owner = {}                          # id(parameter) -> the longest configured module name that holds it
+    for name in sorted(opt.lr_by_module, key=len):
+        owner.update((id(param), name) for param in modules[name].parameters())
+    groups = [{"params": [p for p in objective.parameters() if id(p) not in owner], "lr": opt.lr}]
+    for name, lr in opt.lr_by_module.items():
+        params = [p for p in objective.parameters() if owner.get(id(p)) == name]
+        if params:
+            groups.append({"params": params, "lr": lr})
+    return groups
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """None means fp32. ``auto``: bf16 where the GPU supports it, fp16 on older GPUs, fp32 on CPU (bf16 autocast on
     a CPU with avx512_bf16 speeds some steps up and slows others: reports/benchmarks/bf16_cpu.json, so it is asked
@@ -164,7 +184,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                                                    "broadcast_buffers": False})
     objective = getattr(model, "module", model)
     opt = settings.optimizer
-    optimizer = torch.optim.Adam(objective.parameters(), lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)
+    optimizer = torch.optim.Adam(parameter_groups(objective, opt), lr=opt.lr, betas=opt.betas,
+                                 weight_decay=opt.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule_factor(step, settings))
     amp_dtype = autocast_dtype(settings.precision, device)
     scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None

@@ -212,8 +212,12 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
         raise ValueError(f"--warm-start {study}: optimizer.schedule={settings.optimizer.schedule} decays over the "
                          "whole run, so a continued run is not the longer run; it needs a constant schedule")
     planned = store.param_strings({TRAIN_PARAMS: settings.model_dump(mode="json")})
-    # runs recorded before the settings moved under train.* carry them unprefixed
-    source_params = {**{f"{TRAIN_PARAMS}.{key}": value for key, value in source_params.items()}, **source_params}
+    # runs recorded before the settings moved under train.* carry them unprefixed; a setting added since a run was
+    # recorded (optimizer.lr_by_module) had, for that run, its default value
+    defaults = store.param_strings({TRAIN_PARAMS: TrainSettings.model_construct(
+        objective=settings.objective, corpus=settings.corpus).model_dump(mode="json")})
+    source_params = {**defaults, **{f"{TRAIN_PARAMS}.{key}": value for key, value in source_params.items()},
+                     **source_params}
     budget = [f"{TRAIN_PARAMS}.{key}" for key in BUDGET_KEYS]
     changes = store.param_changes(source_params, planned, [key for key in planned if key not in budget])
     if changes:

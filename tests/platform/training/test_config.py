@@ -2,11 +2,13 @@
 
 import math
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from skipview.models import registry
 from skipview.platform.training.config import TrainSettings, load_settings
-from skipview.platform.training.loop import schedule_factor
+from skipview.platform.training.loop import parameter_groups, schedule_factor
 
 BASE = {"objective": "gen", "corpus": "/c"}
 
@@ -63,3 +65,19 @@ def test_schedule_matches_its_formula(schedule):
             t = min((step - 10) / 100, 1.0)
             expected = {"constant": 1.0, "linear": 1 - t, "cosine": 0.5 * (1 + math.cos(math.pi * t))}[schedule]
         assert schedule_factor(step, settings) == pytest.approx(expected)
+
+
+def test_a_module_can_have_its_own_learning_rate():
+    objective = registry.build_objective("disc", {"hidden_size": 4}, vocab=[f"w{i}" for i in range(6)],
+                                         word_vectors=np.random.default_rng(0).normal(size=(6, 8)).astype("float32"))
+    settings = TrainSettings(**BASE, optimizer={"lr": 1e-3, "lr_by_module": {"encoders.f": 2e-4}})
+    groups = parameter_groups(objective, settings.optimizer)
+    assert [group["lr"] for group in groups] == [1e-3, 2e-4]
+    f_params = {id(p) for p in objective.encoders["f"].parameters()}
+    assert {id(p) for p in groups[1]["params"]} == f_params
+    # every parameter in exactly one group: g and the temperature follow lr
+    assert sorted(id(p) for group in groups for p in group["params"]) == sorted(id(p) for p in objective.parameters())
+    with pytest.raises(ValueError, match="encoders.h is not a module of the objective .*encoders.f"):
+        parameter_groups(objective, settings.optimizer.model_copy(update={"lr_by_module": {"encoders.h": 1e-4}}))
+    with pytest.raises(ValidationError, match="lr_by_module.`encoders.f`"):
+        TrainSettings(**BASE, optimizer={"lr_by_module": {"encoders.f": 0}})

@@ -155,6 +155,13 @@ def test_warm_start_refuses_a_run_that_is_not_the_longer_one(tmp_path):
         _check_longer(base, {**source, "train.optimizer.lr": "0.1"}, "short-disc-f-seed0", "short")
     with pytest.raises(ValueError, match="max_steps 8 does not extend short-disc-f-seed0's 16"):
         _check_longer(base, {**source, "train.max_steps": "16"}, "short-disc-f-seed0", "short")
+    # a setting added after the source was recorded (per-module learning rates): the source had its default
+    older = {k: v for k, v in source.items() if "lr_by_module" not in k}
+    _check_longer(base, older, "short-disc-f-seed0", "short")
+    gentler_f = base.model_copy(update={"optimizer": base.optimizer.model_copy(
+        update={"lr_by_module": {"encoders.f": 1e-4}})})
+    with pytest.raises(ValueError, match=r"lr_by_module\.encoders\.f: None -> 0\.0001"):
+        _check_longer(gentler_f, older, "short-disc-f-seed0", "short")
     with pytest.raises(ValueError, match="constant schedule"):
         _check_longer(base.model_copy(update={"optimizer": base.optimizer.model_copy(update={"schedule": "linear"})}),
                       source, "short-disc-f-seed0", "short")
