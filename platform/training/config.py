@@ -20,7 +20,7 @@ class OptimizerSettings(Strict):
     lr: float = Field(1e-3, gt=0)
     lr_by_module: dict[str, PositiveFloat] = Field(
         default_factory=dict, description="a learning rate of their own for the parameters under a module of the "
-        "objective, by its dotted name (disc and gen: encoders.f, encoders.g); every other parameter uses lr. The "
+        "objective, by its dotted name (disc: encoders.f, encoders.g; gen: f); every other parameter uses lr. The "
         "schedule scales them all alike")
     grad_clip: float | None = Field(10.0, gt=0, description="max global gradient norm; None disables clipping")
     schedule: Literal["constant", "linear", "cosine"] = "constant"
