@@ -3,6 +3,7 @@
     PYTHONPATH=.dev python benchmarks/train_step.py                          # every objective, small size, CPU
     PYTHONPATH=.dev python benchmarks/train_step.py --sizes small paper --steps 3 --out results.json
     PYTHONPATH=.dev python benchmarks/train_step.py --objectives disc --sizes paper --device cuda --amp bf16
+    python benchmarks/train_step.py --objectives disc --in-ray-train     # the same step where `skipview train` runs it
 
 Sizes: ``paper`` is each paper's model (multi-view: h = 1024 per direction, N = 512, 300-d word vectors;
 skip-thought: 2400-d sentence vector, 620-d embeddings, 20k words, batch 128); ``small`` a configuration this
@@ -144,6 +145,54 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
     return record
 
 
+def other_processes_cpu_seconds() -> float:
+    """User + system CPU seconds so far of every process on the machine but this one (a process that ends between
+    two reads takes its seconds with it: read over a window in which Ray's processes live throughout)."""
+    import psutil
+
+    total = 0.0
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
+            continue
+        try:
+            times = process.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        total += times.user + times.system
+    return total
+
+
+def measure_in_ray_train(threads: int, **kwargs) -> dict:
+    """``measure`` run as the training function of a one-worker Ray Train job on a local Ray, the worker holding
+    ``threads`` CPUs and torch threads as ``skipview train`` sets them: the same step, with the processes and the
+    worker niceness (``RAY_worker_niceness``, 15 by default) of the environment the training loop runs in. Beside
+    plain ``measure``, it tells what Ray's presence costs a step apart from what the loop's own work costs."""
+    import ray
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    from skipview.platform.training import driver
+
+    driver.connect("local", log_to_driver=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "record.json"
+
+        def run(config: dict) -> None:
+            torch.set_num_threads(threads)
+            others, start = other_processes_cpu_seconds(), time.perf_counter()
+            record = measure(**config)
+            # what the rest of the machine (Ray's own processes, on an otherwise idle one) used meanwhile, in cores
+            others_cores = (other_processes_cpu_seconds() - others) / (time.perf_counter() - start)
+            out.write_text(json.dumps({**record, "in_ray_train": True, "worker_niceness": os.nice(0),
+                                       "other_processes_cores": others_cores}))
+
+        TorchTrainer(run, train_loop_config=kwargs,
+                     scaling_config=ray.train.ScalingConfig(num_workers=1, resources_per_worker={"CPU": threads}),
+                     run_config=ray.train.RunConfig(name="step-in-ray-train", storage_path=tmp)).fit()
+        ray.shutdown()
+        return json.loads(out.read_text())
+
+
 def main(benchmark: str = "train_step", build=registry.build_objective, objectives: list[str] | None = None,
          description: str = __doc__, script: str = __file__) -> None:
     """The command line of this benchmark and of ``plain_step.py`` (which passes its own ``build``, objectives,
@@ -163,13 +212,21 @@ def main(benchmark: str = "train_step", build=registry.build_objective, objectiv
     parser.add_argument("--corpus", default=None, help="a prepared corpus instead of the synthetic one")
     parser.add_argument("--wordvecs", default=None, help="with --corpus: its word vectors (default: random)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--in-ray-train", action="store_true",
+                        help="time the step inside a one-worker Ray Train job (local Ray) holding this process's "
+                             "torch threads as CPUs, as `skipview train` runs it")
     parser.add_argument("--single", nargs=2, metavar=("OBJECTIVE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     amp = args.amp or ("bf16" if args.device.startswith("cuda") else "none")
     overrides = dict(parse_overrides(args.set))
     if args.single:
-        print(json.dumps(measure(*args.single, args.steps, args.warmup, args.device, amp, overrides, build,
-                                 args.corpus, args.wordvecs, args.batch_size)))
+        name, size = args.single
+        # absolute paths: a Ray worker runs in a directory of its own
+        kwargs = dict(objective_name=name, size=size, steps=args.steps, warmup=args.warmup, device=args.device, amp=amp,
+                      overrides=overrides, build=build, corpus_dir=args.corpus and os.path.abspath(args.corpus),
+                      wordvecs=args.wordvecs and os.path.abspath(args.wordvecs), batch_size=args.batch_size)
+        record = (measure_in_ray_train(torch.get_num_threads(), **kwargs) if args.in_ray_train else measure(**kwargs))
+        print(json.dumps(record))
         return
 
     objectives = args.objectives or objectives or registry.objective_names()
@@ -179,6 +236,7 @@ def main(benchmark: str = "train_step", build=registry.build_objective, objectiv
             command = [sys.executable, script, "--single", name, size, "--steps", str(args.steps),
                        "--warmup", str(args.warmup), "--device", args.device, "--amp", amp, "--set", *args.set,
                        *(["--batch-size", str(args.batch_size)] if args.batch_size else []),
+                       *(["--in-ray-train"] if args.in_ray_train else []),
                        *(["--corpus", args.corpus] if args.corpus else []),
                        *(["--wordvecs", args.wordvecs] if args.wordvecs else [])]
             done = subprocess.run(command, capture_output=True, text=True, env=os.environ)
