@@ -135,10 +135,10 @@ def param_strings(params: Mapping[str, Any]) -> dict[str, str]:
 
 
 def param_changes(recorded: Mapping[str, str], planned: Mapping[str, str], keys: Iterable[str]) -> str:
-    """``key: recorded -> planned`` for the first four of ``keys`` whose values differ (a key ``recorded`` lacks reads
+    """``key: recorded -> planned`` for the first four of ``keys`` whose values differ (a key one side lacks reads
     None), comma-separated; empty when none differs."""
-    differing = sorted(key for key in keys if planned[key] != recorded.get(key))
-    return ", ".join(f"{key}: {recorded.get(key)} -> {planned[key]}" for key in differing[:4])
+    differing = sorted(key for key in keys if planned.get(key) != recorded.get(key))
+    return ", ".join(f"{key}: {recorded.get(key)} -> {planned.get(key)}" for key in differing[:4])
 
 
 def last_logged_step(mlflow_client, run_id: str, key: str) -> int:

@@ -216,10 +216,12 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
     # recorded (optimizer.lr_by_module) had, for that run, its default value
     defaults = store.param_strings({TRAIN_PARAMS: TrainSettings.model_construct(
         objective=settings.objective, corpus=settings.corpus).model_dump(mode="json")})
+    # keys only the source has (a per-module rate the planned run drops) count as changes too
+    compared = planned.keys() | {key for key in source_params if key.startswith(f"{TRAIN_PARAMS}.")}
     source_params = {**defaults, **{f"{TRAIN_PARAMS}.{key}": value for key, value in source_params.items()},
                      **source_params}
     budget = [f"{TRAIN_PARAMS}.{key}" for key in BUDGET_KEYS]
-    changes = store.param_changes(source_params, planned, [key for key in planned if key not in budget])
+    changes = store.param_changes(source_params, planned, [key for key in compared if key not in budget])
     if changes:
         raise ValueError(f"--warm-start {study}: {source} was trained with other settings ({changes}); only "
                          + " / ".join(BUDGET_KEYS) + " may change")

@@ -162,6 +162,9 @@ def test_warm_start_refuses_a_run_that_is_not_the_longer_one(tmp_path):
         update={"lr_by_module": {"encoders.f": 1e-4}})})
     with pytest.raises(ValueError, match=r"lr_by_module\.encoders\.f: None -> 0\.0001"):
         _check_longer(gentler_f, older, "short-disc-f-seed0", "short")
+    with_rate = {k: store.param_value(v) for k, v in store.flatten({"train": gentler_f.model_dump(mode="json")}).items()}
+    with pytest.raises(ValueError, match=r"lr_by_module\.encoders\.f: 0\.0001 -> None"):
+        _check_longer(base, with_rate, "short-disc-f-seed0", "short")             # dropping the rate is a change
     with pytest.raises(ValueError, match="constant schedule"):
         _check_longer(base.model_copy(update={"optimizer": base.optimizer.model_copy(update={"schedule": "linear"})}),
                       source, "short-disc-f-seed0", "short")
