@@ -109,24 +109,34 @@ def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run
 
 
 def check_same_params(mlflow_client, experiment: str, run_key: str, params: Mapping[str, Any], *,
-                      may_differ: Iterable[str] = (), what: str = "run") -> None:
+                      defaults: Mapping[str, Any] | None = None, may_differ: Iterable[str] = (),
+                      what: str = "run") -> None:
     """Refuse to continue the run recorded for ``run_key`` with other settings than it was started with.
 
     ``open_run`` continues a recorded run and keeps its first params (MLflow refuses to change them), so a run
-    restarted under the same name with new settings would log its curves under the old settings' params. Keys
-    ending in one of ``may_differ`` (a budget a continued run may extend) and keys only one side has are not
-    compared. Raises ValueError, one line naming the differing keys."""
+    restarted under the same name with new settings would log its curves under the old settings' params. Compared
+    as ``settings_changes`` does (``defaults``: the settings' defaults, params-shaped). Raises ValueError, one line
+    naming the differing keys."""
     run_id = find_run(mlflow_client, experiment, run_key)
     if run_id is None:
         return
-    recorded = mlflow_client.get_run(run_id).data.params
-    planned = param_strings(params)
-    allowed = set(may_differ)
-    changes = param_changes(recorded, planned, [key for key in planned.keys() & recorded.keys()
-                                                if key.rsplit(".", 1)[-1] not in allowed])
+    changes = settings_changes(mlflow_client.get_run(run_id).data.params, param_strings(params),
+                               param_strings(defaults or {}), may_differ=may_differ)
     if changes:
         raise ValueError(f"{what}: MLflow run {run_id} in experiment {experiment!r} has this name and other settings "
                          f"({changes}); choose another --name, or delete that run and its checkpoints to start over")
+
+
+def settings_changes(recorded: Mapping[str, str], planned: Mapping[str, str], defaults: Mapping[str, str], *,
+                     may_differ: Iterable[str] = ()) -> str:
+    """``param_changes`` between a recorded run's settings and a planned run's, over the keys EITHER side has:
+    a key only the recorded run has is a setting the planned run drops (a per-module learning rate), a change;
+    a key only the planned run has is a setting added to skipview since the run was recorded, which had its
+    default then (``defaults``), so old runs can still be continued with today's code. Keys ending in one of
+    ``may_differ`` (a budget a continued run may extend) are not compared."""
+    allowed = set(may_differ)
+    keys = [key for key in planned.keys() | recorded.keys() if key.rsplit(".", 1)[-1] not in allowed]
+    return param_changes({**defaults, **recorded}, planned, keys)
 
 
 def param_strings(params: Mapping[str, Any]) -> dict[str, str]:

@@ -114,8 +114,9 @@ def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
     from skipview.platform.tracking import store
 
     client = store.client(run.tracking_uri or store.tracking_uri())
-    store.check_same_params(client, run.experiment, run_key(run), run_params(settings), may_differ=BUDGET_KEYS,
-                            what=f"run {run.name}")
+    defaults = run_params(TrainSettings.model_construct(objective=settings.objective, corpus=settings.corpus))
+    store.check_same_params(client, run.experiment, run_key(run), run_params(settings), defaults=defaults,
+                            may_differ=BUDGET_KEYS, what=f"run {run.name}")
 
 
 def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:

@@ -212,21 +212,19 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
         raise ValueError(f"--warm-start {study}: optimizer.schedule={settings.optimizer.schedule} decays over the "
                          "whole run, so a continued run is not the longer run; it needs a constant schedule")
     planned = store.param_strings({TRAIN_PARAMS: settings.model_dump(mode="json")})
-    # runs recorded before the settings moved under train.* carry them unprefixed; a setting added since a run was
-    # recorded (optimizer.lr_by_module) had, for that run, its default value
     defaults = store.param_strings({TRAIN_PARAMS: TrainSettings.model_construct(
         objective=settings.objective, corpus=settings.corpus).model_dump(mode="json")})
-    # keys only the source has (a per-module rate the planned run drops) count as changes too
-    compared = planned.keys() | {key for key in source_params if key.startswith(f"{TRAIN_PARAMS}.")}
-    source_params = {**defaults, **{f"{TRAIN_PARAMS}.{key}": value for key, value in source_params.items()},
-                     **source_params}
-    budget = [f"{TRAIN_PARAMS}.{key}" for key in BUDGET_KEYS]
-    changes = store.param_changes(source_params, planned, [key for key in compared if key not in budget])
+    prefix = f"{TRAIN_PARAMS}."
+    if not any(key.startswith(prefix) for key in source_params):     # recorded before settings moved under train.*
+        source_params = {prefix + key: value for key, value in source_params.items()
+                         if key.split(".")[0] in TrainSettings.model_fields}
+    recorded = {key: value for key, value in source_params.items() if key.startswith(prefix)}
+    changes = store.settings_changes(recorded, planned, defaults, may_differ=BUDGET_KEYS)
     if changes:
         raise ValueError(f"--warm-start {study}: {source} was trained with other settings ({changes}); only "
                          + " / ".join(BUDGET_KEYS) + " may change")
-    for key in budget:
-        old, new = source_params.get(key, "None"), planned[key]
+    for key in (prefix + key for key in BUDGET_KEYS):
+        old, new = recorded.get(key, "None"), planned[key]
         if old != "None" and (new == "None" or int(new) < int(old)):
             raise ValueError(f"--warm-start {study}: {key} {new} does not extend {source}'s {old}")
 

@@ -81,3 +81,21 @@ def test_a_recorded_run_continues_only_with_its_own_settings(tmp_path):
     with pytest.raises(ValueError, match=r"^run a: MLflow run \w+ in experiment 'study' .*"
                                          r"\(objective_settings.vocab_size: 10000 -> 5000\)"):
         store.check_same_params(client, "study", "runs/a", changed, may_differ=["max_steps"], what="run a")
+
+
+def test_a_continued_run_is_compared_over_the_settings_either_side_has(tmp_path):
+    """A setting added to skipview after a run was recorded had its default for that run; a setting the recorded run
+    has and the continuation drops (a per-module learning rate) is a change, not a key to skip."""
+    client = store.client(f"sqlite:///{tmp_path}/m.db")
+    recorded = {"max_steps": 3000, "optimizer": {"lr": 0.001, "lr_by_module": {"encoders.f": 0.0004}}}
+    store.open_run(client, "study", "runs/a", "a", params=recorded)
+    defaults = {"optimizer": {"lr": 0.001, "lr_by_module": {}, "warmup_steps": 0}}
+    newer = {"optimizer": {**recorded["optimizer"], "warmup_steps": 0}}        # today's code has warmup_steps
+    store.check_same_params(client, "study", "runs/a", {"max_steps": 6000, **newer}, defaults=defaults,
+                            may_differ=["max_steps"])
+    with pytest.raises(ValueError, match=r"optimizer\.warmup_steps: 0 -> 100"):
+        store.check_same_params(client, "study", "runs/a", {"optimizer": {**newer["optimizer"], "warmup_steps": 100}},
+                                defaults=defaults, may_differ=["max_steps"])
+    dropped = {"max_steps": 3000, "optimizer": {"lr": 0.001, "lr_by_module": {}, "warmup_steps": 0}}
+    with pytest.raises(ValueError, match=r"optimizer\.lr_by_module\.encoders\.f: 0\.0004 -> None"):
+        store.check_same_params(client, "study", "runs/a", dropped, defaults=defaults, what="run a")
