@@ -1,7 +1,7 @@
 """Training throughput (sentences/s, tokens/s over all ranks) with 1 and 2 Ray Train workers.
 
-    PYTHONPATH=.dev python benchmarks/train_scaling.py --corpus /work/artifacts/gutenberg/prepared \
-        --wordvecs /work/artifacts/gutenberg/wordvecs --objective disc --workers 1 2
+    python benchmarks/train_scaling.py --corpus data/gutenberg_novels/prepared \
+        --wordvecs data/gutenberg_novels/wordvecs --objective disc --workers 1 2
     python benchmarks/train_scaling.py ... --workers 1x1 1x2 2x1      # WORKERSxTHREADS: each worker's torch threads
 
 On a machine with fewer cores than a cluster node, 2 workers of 1 thread can be set beside 1 worker of 2 threads

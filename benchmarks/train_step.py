@@ -1,8 +1,8 @@
 """Training-step throughput of every registered objective: forward + backward + Adam step + after_optimizer_step.
 
-    PYTHONPATH=.dev python benchmarks/train_step.py                          # every objective, small size, CPU
-    PYTHONPATH=.dev python benchmarks/train_step.py --sizes small paper --steps 3 --out results.json
-    PYTHONPATH=.dev python benchmarks/train_step.py --objectives disc --sizes paper --device cuda --amp bf16
+    python benchmarks/train_step.py                                      # every objective, small size, CPU
+    python benchmarks/train_step.py --sizes small paper --steps 3 --out results.json
+    python benchmarks/train_step.py --objectives disc --sizes paper --device cuda --amp bf16
     python benchmarks/train_step.py --objectives disc --in-ray-train     # the same step where `skipview train` runs it
 
 Sizes: ``paper`` is each paper's model (multi-view: h = 1024 per direction, N = 512, 300-d word vectors;
