@@ -85,7 +85,7 @@ def parameter_groups(objective: torch.nn.Module, opt) -> list[dict[str, Any]]:
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """None means fp32. ``auto``: bf16 where the GPU supports it, fp16 on older GPUs, fp32 on CPU. On a CPU with
-    avx512_bf16, bf16 autocast ran the multi-view step 1.16-1.28x faster at h = 256 and 2.2x at paper size
+    avx512_bf16, bf16 autocast ran the multi-view step 1.16-1.28x faster at h = 256 and disc's 2.2x at paper size
     (reports/benchmarks/bf16_cpu.json); CPUs without it emulate bf16, so there it is asked for
     (``--set precision=bf16``), not assumed. fp16 needs CUDA: its grad scaler is CUDA's (``check_precision`` refuses
     it on the driver)."""

@@ -16,6 +16,7 @@ import torch
 from skipview.models.batching import Sentences
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.encoder import SentenceEncoder, top_component
+from skipview.models.pca import remove_component
 from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 from skipview.platform.evaluation.encoding import ModelEncoder
 from skipview.platform.evaluation.neighbours import sample_corpus_sentences
@@ -54,8 +55,7 @@ class WeightedPooling:
         vectors = []
         for view in self.weights:
             z = torch.cat(pooled[view])[inverse]
-            u = top_component(z)
-            vectors.append(torch.nn.functional.normalize(z - (z @ u)[:, None] * u[None], dim=-1))
+            vectors.append(torch.nn.functional.normalize(remove_component(z, top_component(z)), dim=-1))
         return torch.stack(vectors).mean(0).numpy()
 
 
