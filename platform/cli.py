@@ -38,6 +38,7 @@ app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknow
     cluster_cli.submit)
 app.command("tune")(tuning_cli.tune)
 app.command("ablation")(tuning_cli.ablation)
+app.add_typer(tuning_cli.study_app, name="study")
 
 _options = {"debug": False}
 

@@ -6,8 +6,13 @@ has to beat on the same word vectors:
 * ``sif``: Arora et al. (2017)'s smooth inverse frequency: each word weighted by ``a / (a + p(w))`` with ``p(w)``
   its relative frequency in the corpus the vocabulary counts come from (``vocab.tsv``), then the top component
   removed. ``a = 1e-3`` is their recommended value.
+* ``usif``: Ethayarajh (2018)'s unsupervised SIF, which needs no tuned ``a``: unit-length word vectors weighted by
+  ``a / (a/2 + p(w))`` with ``a = (1 - alpha) / (alpha Z)``, ``Z = |V| / 2`` and ``alpha`` the fraction of the
+  vocabulary with ``p(w) > 1 - (1 - 1/|V|)^n`` (``n`` the expected sentence length, 11 for STS), then *piecewise*
+  common component removal: the first ``m = 5`` singular vectors, each projection removed scaled by that
+  component's share of the squared singular values (``lambda_i = s_i^2 / sum_j s_j^2``).
 
-Where the component is fitted is an explicit choice (``component_fit``, see ``encoding.COMPONENT_FITS``):
+Where the components are fitted is an explicit choice (``component_fit``, see ``encoding.COMPONENT_FITS``):
 on a corpus sample (``fit_component``), or on the sentences of each ``encode`` call, which the suite makes per
 task or per STS subset.
 
@@ -20,7 +25,9 @@ vocabulary.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -28,9 +35,28 @@ from skipview.models.text import Tokenizer
 from skipview.models.vocab import Vocab
 from skipview.platform.evaluation.encoding import ComponentFit, Mode
 
-# name -> (word weighting, top component removed)
-BASELINES: dict[str, tuple[str, bool]] = {"avg": ("uniform", False), "wr": ("uniform", True), "sif": ("sif", True)}
+Weighting = Literal["uniform", "sif", "usif"]
+# How uSIF's word vectors are normalised before weighting: "word" = each vector to unit length (the paper's
+# section 4); "dimension" = each dimension over the sentence's words, which is what the authors' released code does
+# (``np.linalg.norm(v_t, axis=0)``). Measured on the pipeline's skipgram vectors of the novels (reports/baselines.md):
+# "word" is the default because it is the paper's method and scored higher there.
+Normalise = Literal["word", "dimension"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One training-free encoder: the word weighting, how many common components are removed, and whether each
+    removed projection is scaled by its component's share of the squared singular values (uSIF) or whole (WR,
+    SIF)."""
+    weighting: Weighting
+    components: int
+    weighted_removal: bool = False
+
+
+BASELINES: dict[str, Recipe] = {"avg": Recipe("uniform", 0), "wr": Recipe("uniform", 1), "sif": Recipe("sif", 1),
+                                "usif": Recipe("usif", 5, weighted_removal=True)}
 SIF_A = 1e-3  # Arora et al. (2017): a in [1e-4, 1e-3] works best; 1e-3 is their default
+USIF_N = 11   # Ethayarajh (2018): the expected sentence length; 11 for the STS benchmarks
 
 
 class WordVectors:
@@ -40,7 +66,9 @@ class WordVectors:
         if vectors.ndim != 2 or len(vectors) != len(vocab):
             raise ValueError(f"vectors of shape {vectors.shape} do not match a vocabulary of {len(vocab)} words")
         self.vocab, self.vectors, self.tokenizer = vocab, vectors, tokenizer
-        self.known = np.linalg.norm(vectors, axis=1) > 0  # rows of zeros are words without a vector
+        norms = np.linalg.norm(vectors, axis=1)
+        self.known = norms > 0  # rows of zeros are words without a vector
+        self.unit = np.divide(vectors, norms[:, None], out=np.zeros_like(vectors), where=self.known[:, None])
 
     @classmethod
     def load(cls, path: str | Path) -> "WordVectors":
@@ -56,68 +84,115 @@ class WordVectors:
         return cls(Vocab.load(path / "vocab.tsv"), np.asarray(vectors, dtype=np.float32),
                    Tokenizer.from_dict(meta["tokenizer"]))
 
-    def sif_weights(self, a: float = SIF_A) -> np.ndarray:
-        """a / (a + p(w)) per vocabulary id, p from the vocabulary's corpus counts."""
+    def _probabilities(self, name: str) -> np.ndarray:
         counts = self.vocab.counts.astype(np.float64)
         if counts.sum() <= 0:
-            raise ValueError("SIF needs corpus counts: the vocabulary's counts are all zero")
-        return (a / (a + counts / counts.sum())).astype(np.float32)
+            raise ValueError(f"{name} needs corpus counts: the vocabulary's counts are all zero")
+        return counts / counts.sum()
 
-    def average(self, sentences: list[str], weights: np.ndarray | None = None) -> np.ndarray:
-        """Mean of the (weighted) vectors of the words that have one; a sentence with none is the zero vector."""
+    def sif_weights(self, a: float = SIF_A) -> np.ndarray:
+        """a / (a + p(w)) per vocabulary id, p from the vocabulary's corpus counts."""
+        return (a / (a + self._probabilities("SIF"))).astype(np.float32)
+
+    def usif_weights(self, n: float = USIF_N) -> np.ndarray:
+        """Ethayarajh (2018) eq. 7-8: a / (a/2 + p(w)), a = (1 - alpha) / (alpha Z), Z = |V| / 2, alpha the share of
+        the vocabulary likely to appear in a sentence of n words (p(w) > 1 - (1 - 1/|V|)^n). |V| counts the words
+        with a corpus count (the specials have none)."""
+        p = self._probabilities("uSIF")
+        size = int((self.vocab.counts > 0).sum())
+        threshold = 1 - (1 - 1 / size) ** n
+        alpha = float((p > threshold).sum()) / size
+        if not 0 < alpha < 1:       # a would be infinite (no word above the threshold) or 0 (every word)
+            raise ValueError(f"uSIF: {'no' if alpha == 0 else 'every'} word has p(w) > {threshold:.2e} (n = {n}, "
+                             f"|V| = {size}); give a {'smaller' if alpha == 0 else 'larger'} n")
+        a = (1 - alpha) / (alpha * size / 2)
+        return (a / (a / 2 + p)).astype(np.float32)
+
+    def average(self, sentences: list[str], weights: np.ndarray | None = None,
+                normalise: Normalise | None = None) -> np.ndarray:
+        """Mean of the (weighted) vectors of the words that have one; a sentence with none is the zero vector.
+        ``normalise``: the vectors to unit length ("word") or each dimension over the sentence's words
+        ("dimension") before weighting; None averages them as they are."""
+        table = self.unit if normalise == "word" else self.vectors
         out = np.zeros((len(sentences), self.vectors.shape[1]), dtype=np.float32)
         for i, sentence in enumerate(sentences):
             ids = [j for j in self.vocab.encode(self.tokenizer(sentence)) if self.known[j]]
             if ids:
-                rows = self.vectors[ids] if weights is None else self.vectors[ids] * weights[ids, None]
-                out[i] = rows.mean(axis=0)
+                rows = table[ids]
+                if normalise == "dimension":
+                    norms = np.linalg.norm(rows, axis=0)
+                    rows = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+                out[i] = (rows if weights is None else rows * weights[ids, None]).mean(axis=0)
         return out
 
 
+def principal_components(vectors: np.ndarray, m: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``m`` right singular vectors of the (uncentred) matrix, as rows, with their singular values:
+    Arora et al. (2017)'s and Ethayarajh (2018)'s common components (TruncatedSVD without centring)."""
+    _, s, vt = np.linalg.svd(np.asarray(vectors, dtype=np.float64), full_matrices=False)
+    return vt[:m].astype(np.float32), s[:m]
+
+
 def top_component(vectors: np.ndarray) -> np.ndarray:
-    """First right singular vector of the (uncentred) matrix, as in Arora et al. (2017)'s common-component
-    removal (TruncatedSVD without centring)."""
-    _, _, vt = np.linalg.svd(np.asarray(vectors, dtype=np.float64), full_matrices=False)
-    return vt[0].astype(np.float32)
+    return principal_components(vectors, 1)[0][0]
 
 
 def remove_component(vectors: np.ndarray, u: np.ndarray) -> np.ndarray:
     return vectors - np.outer(vectors @ u, u)
 
 
+def remove_components(vectors: np.ndarray, components: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """v - sum_i scale_i (v . u_i) u_i for the component rows u_i."""
+    return vectors - ((vectors @ components.T) * scales) @ components
+
+
 class AverageEncoder:
     """One of ``BASELINES``. The mode does not change the representation (both are the average).
 
     ``component_fit``: "corpus" needs ``fit_component`` (a sample of training sentences) before encoding;
-    "task" and "subset" fit the component on the sentences of each ``encode`` call (the suite decides how much
+    "task" and "subset" fit the components on the sentences of each ``encode`` call (the suite decides how much
     one call holds); ignored for ``avg``."""
 
     def __init__(self, words: WordVectors, baseline: str = "avg", *, component_fit: ComponentFit = "subset",
-                 a: float = SIF_A):
+                 a: float = SIF_A, n: float = USIF_N, normalise: Normalise = "word"):
         if baseline not in BASELINES:
             raise ValueError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
-        self.words, self.baseline, self.a = words, baseline, a
-        weighting, self.remove_top_pc = BASELINES[baseline]
-        self.weights = words.sif_weights(a) if weighting == "sif" else None
-        self.component_fit: ComponentFit | None = component_fit if self.remove_top_pc else None
-        self.component: np.ndarray | None = None
+        self.words, self.baseline, self.a, self.n = words, baseline, a, n
+        self.recipe = BASELINES[baseline]
+        weighting = self.recipe.weighting
+        self.weights = (words.sif_weights(a) if weighting == "sif" else words.usif_weights(n) if weighting == "usif"
+                        else None)
+        self.normalise: Normalise | None = normalise if self.recipe.weighting == "usif" else None
+        self.component_fit: ComponentFit | None = component_fit if self.recipe.components else None
+        self.removal: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def name(self) -> str:
         return f"fasttext-{self.baseline}"
 
+    def _removal(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        components, singular = principal_components(vectors, self.recipe.components)
+        if not self.recipe.weighted_removal:
+            return components, np.ones(len(components), dtype=np.float32)
+        squared = singular ** 2
+        shares = squared / squared.sum() if squared.sum() > 0 else np.zeros_like(squared)
+        return components, shares.astype(np.float32)
+
+    def _average(self, sentences: list[str]) -> np.ndarray:
+        return self.words.average(sentences, self.weights, self.normalise)
+
     def fit_component(self, sentences: list[str]) -> "AverageEncoder":
-        self.component = top_component(self.words.average(sentences, self.weights))
+        self.removal = self._removal(self._average(sentences))
         return self
 
     def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
         if mode not in ("unsupervised", "supervised"):
             raise ValueError(f"mode must be 'unsupervised' or 'supervised', got {mode!r}")
-        vectors = self.words.average(sentences, self.weights)
-        if not self.remove_top_pc:
+        vectors = self._average(sentences)
+        if not self.recipe.components:
             return vectors
         if self.component_fit == "corpus":
-            if self.component is None:
+            if self.removal is None:
                 raise ValueError(f"{self.name} with component_fit='corpus': call fit_component(corpus sentences) first")
-            return remove_component(vectors, self.component)
-        return remove_component(vectors, top_component(vectors))
+            return remove_components(vectors, *self.removal)
+        return remove_components(vectors, *self._removal(vectors))

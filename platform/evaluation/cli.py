@@ -1,8 +1,8 @@
 """``skipview evaluate``, ``skipview neighbours``, ``skipview tsne``, ``skipview rank-images``.
 
 Every command takes an encoder: ``--model DIR`` (a trained model directory, ``SentenceEncoder.load``) or
-``--baseline avg|wr|sif --wordvecs DIR`` (fastText average; with top-PC removal for ``wr``; SIF-weighted with
-top-PC removal for ``sif``).
+``--baseline avg|wr|sif|usif --wordvecs DIR`` (fastText average; with top-PC removal for ``wr``; SIF-weighted with
+top-PC removal for ``sif``; uSIF-weighted unit vectors with five components removed by their share for ``usif``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model
 BaselineOpt = Annotated[Optional[str], typer.Option(
     "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average), 'wr' (average with "
                        "the top principal component removed) or 'sif' (Arora et al. 2017: words weighted "
-                       "a / (a + p(w)) by their corpus frequency, top component removed).")]
+                       "a / (a + p(w)) by their corpus frequency, top component removed) or 'usif' (Ethayarajh "
+                       "2018: unit word vectors weighted a / (a/2 + p(w)) with a set from the vocabulary and "
+                       "--usif-n, the first five components removed, each scaled by its share of the squared "
+                       "singular values).")]
 WordvecsOpt = Annotated[Optional[Path], typer.Option(
     "--wordvecs", help="`skipview data wordvecs` directory (vectors.npy, vocab.tsv, meta.json) for --baseline.")]
 PcCorpusOpt = Annotated[Optional[Path], typer.Option(
@@ -47,11 +50,24 @@ ViewOpt = Annotated[str, typer.Option(
     "--view", help="For --model: 'ensemble' (all views: averaged unsupervised, concatenated supervised) or one "
                    "view name (f, g, ...).")]
 SifAOpt = Annotated[float, typer.Option("--sif-a", help="For --baseline sif: the weight parameter a.")]
+UsifNOpt = Annotated[float, typer.Option("--usif-n", help="For --baseline usif: the expected sentence length n that "
+                                                          "sets a (the paper's STS value: 11).")]
+
+
+class UsifNormalise(str, Enum):
+    word = "word"
+    dimension = "dimension"
+
+
+UsifNormaliseOpt = Annotated[UsifNormalise, typer.Option(
+    "--usif-normalise", help="For --baseline usif: 'word' = each word vector to unit length (the paper), "
+                             "'dimension' = each dimension over the sentence's words (the authors' released code).")]
 
 
 def build_encoder(model: Path | None, baseline: str | None, wordvecs: Path | None, pc_corpus: Path | None = None,
                   pc_sample: int = 100_000, device: str | None = None, component_fit: str | None = None,
-                  view: str = "ensemble", sif_a: float | None = None):
+                  view: str = "ensemble", sif_a: float | None = None, usif_n: float | None = None,
+                  usif_normalise: str = "word"):
     """The encoder the options describe; a clear error when they do not describe exactly one.
 
     ``component_fit`` None (the commands other than ``evaluate``, which encode queries and candidates in separate
@@ -59,7 +75,7 @@ def build_encoder(model: Path | None, baseline: str | None, wordvecs: Path | Non
     from skipview.platform.evaluation.encoding import ModelEncoder
 
     if (model is None) == (baseline is None):
-        raise typer.BadParameter("give exactly one of --model DIR or --baseline avg|wr|sif (with --wordvecs DIR)")
+        raise typer.BadParameter("give exactly one of --model DIR or --baseline avg|wr|sif|usif (with --wordvecs DIR)")
     if model is not None:
         import torch
 
@@ -68,14 +84,15 @@ def build_encoder(model: Path | None, baseline: str | None, wordvecs: Path | Non
         if view != "ensemble" and view not in loaded.view_names:
             raise typer.BadParameter(f"--view {view}: {model} has views {loaded.view_names} (or 'ensemble')")
         return ModelEncoder(loaded, view=view, component_fit=component_fit or "corpus")
-    from skipview.platform.evaluation.baselines import BASELINES, SIF_A, AverageEncoder, WordVectors
+    from skipview.platform.evaluation.baselines import BASELINES, SIF_A, USIF_N, AverageEncoder, WordVectors
 
     if baseline not in BASELINES:
         raise typer.BadParameter(f"--baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     if wordvecs is None:
         raise typer.BadParameter("--baseline needs --wordvecs DIR (a `skipview data wordvecs` directory)")
     encoder = AverageEncoder(WordVectors.load(wordvecs), baseline, component_fit=component_fit or "task",
-                             a=SIF_A if sif_a is None else sif_a)
+                             a=SIF_A if sif_a is None else sif_a, n=USIF_N if usif_n is None else usif_n,
+                             normalise=usif_normalise)
     if encoder.component_fit == "corpus":
         if pc_corpus is None:
             raise typer.BadParameter(f"--baseline {baseline} --component-fit corpus needs --pc-corpus DIR "
@@ -107,7 +124,7 @@ def _write_json(path: Path, payload: dict) -> None:
 def evaluate(
     model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None, pc_corpus: PcCorpusOpt = None,
     component_fit: ComponentFitOpt = ComponentFitName.subset, view: ViewOpt = "ensemble", sif_a: SifAOpt = 1e-3,
-    senteval_dir: SentevalOpt = None,
+    usif_n: UsifNOpt = 11, usif_normalise: UsifNormaliseOpt = UsifNormalise.word, senteval_dir: SentevalOpt = None,
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated tasks (default: all). Known: sts12..sts16, "
                                                       "stsb, stsb_unsup, sickr, sickr_unsup, sicke, mrpc, trec, "
                                                       "mr, cr, subj, mpqa, sst2.")] = None,
@@ -126,7 +143,7 @@ def evaluate(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     encoder = build_encoder(model, baseline, wordvecs, pc_corpus, device=device, component_fit=component_fit.value,
-                            view=view, sif_a=sif_a)
+                            view=view, sif_a=sif_a, usif_n=usif_n, usif_normalise=usif_normalise.value)
     proto = PROTOCOLS[protocol.value]
     if device:
         proto = Protocol(proto.name, proto.kfold, proto.seed, device)
@@ -141,6 +158,8 @@ def evaluate(
         result["view"] = view
     if baseline == "sif":
         result["sif_a"] = sif_a
+    if baseline == "usif":
+        result.update(usif_n=usif_n, usif_normalise=usif_normalise.value)
     Console().print(metrics_table({result["encoder"]: result["metrics"]}))
     if output is not None:
         _write_json(output, result)

@@ -133,11 +133,13 @@ def objective_defaults(objective: str | None) -> dict[str, Any]:
     return training_defaults(objective)
 
 
-def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str]) -> TrainSettings:
-    """Layers, last wins: the objective's paper defaults, the config file, the command's options, ``--set``."""
+def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str],
+                  typed: dict[str, Any] | None = None) -> TrainSettings:
+    """Layers, last wins: the objective's paper defaults, the config file, the command's options, ``typed`` (dotted
+    keys with values already typed, as a study file gives them), ``--set`` (``key=value`` strings)."""
     tree = objective_defaults(base.get("objective"))
     merge(tree, read_config(config_file) if config_file is not None else {})
     tree.update({k: v for k, v in base.items() if v is not None})
-    for key, value in parse_overrides(overrides):
+    for key, value in [*(typed or {}).items(), *parse_overrides(overrides)]:
         set_dotted(tree, key, value)
     return TrainSettings.model_validate(tree)

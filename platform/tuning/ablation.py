@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -70,17 +71,25 @@ class CombinedEncoder:
 
 
 def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
-    """The base settings for ``cell``: its objective and settings, the seed, and those base objective settings
-    the cell's objective has (a shared ``hidden_size`` applies to all; skip-thought ignores ``context_window``)."""
+    """The base settings for ``cell``: its objective and settings, its training overrides (``train``), the seed,
+    and those base objective settings the cell's objective has (a shared ``hidden_size`` applies to all;
+    skip-thought ignores ``context_window``)."""
     from skipview.models import registry
+    from skipview.platform.training.config import set_dotted
 
     fields = registry.config_class(cell.objective).model_fields
     shared = {k: v for k, v in base.objective_settings.items() if k in fields}
     dropped = sorted(set(base.objective_settings) - set(shared))
     if dropped:
         log.info("%s: base objective settings not used by %s: %s", cell.name, cell.objective, ", ".join(dropped))
-    return base.model_copy(update={"objective": cell.objective, "objective_settings": {**shared, **cell.settings},
-                                   "seed": seed})
+    settings = base.model_copy(update={"objective": cell.objective, "objective_settings": {**shared, **cell.settings},
+                                       "seed": seed})
+    if not cell.train:
+        return settings
+    tree = settings.model_dump()
+    for key, value in cell.train.items():
+        set_dotted(tree, key, value)
+    return TrainSettings.model_validate(tree)
 
 
 def check_objective_settings(matrix: Matrix, base: TrainSettings, references: bool) -> None:
@@ -129,8 +138,10 @@ def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_di
     return metrics
 
 
-def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list[dict[str, Any]]:
-    """Train and evaluate every planned run not yet recorded; return one record per planned run."""
+def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
+              after_each: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Train and evaluate every planned run not yet recorded; return one record per planned run. ``after_each`` is
+    called once each new run is evaluated (a study file's runner writes the run's record and report then)."""
     if base.senteval_dir is None:
         raise ValueError("the ablation evaluates every model: give the SentEval data directory (--senteval-dir)")
     study = replace(study, tracking_uri=study.tracking_uri or store.tracking_uri())
@@ -144,6 +155,8 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings) -> list
     for index, planned_run in enumerate(planned, 1):
         log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
         records.append(_run_one(client, planned_run, base, study, tasks, matrix.columns))
+        if after_each is not None and not records[-1]["skipped"]:
+            after_each()
     return records
 
 

@@ -158,3 +158,83 @@ def ablation(
                    f"{sum(r['skipped'] for r in records)} already recorded")
     paths = build_report(store.client(), experiment, study_matrix, report_dir, references=references)
     typer.echo("report: " + ", ".join(str(p) for p in paths.values()))
+
+
+study_app = typer.Typer(help="Studies: one typed file each under studies/ (platform/tuning/study.py says every key). "
+                             "`run` trains and evaluates what is missing and writes the report; `report` rebuilds "
+                             "it; `index` regenerates reports/INDEX.md.", no_args_is_help=True)
+
+
+def _load(study_name: str):
+    from skipview.platform.tuning.study import StudyError, load_study, resolve
+
+    try:
+        return load_study(resolve(study_name))
+    except (StudyError, ValueError) as error:
+        raise typer.BadParameter(one_line(error)) from error
+
+
+@study_app.command("run")
+def study_run(
+    study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name (studies/<name>.yaml) or file"),
+    seeds: Optional[int] = typer.Option(None, min=1, help="seeds to run now (default: the study's)"),
+    first_seed: int = typer.Option(0, min=0, help="first seed to run (a study split over machines or sessions)"),
+    cells: Optional[str] = typer.Option(None, help="comma-separated rows of the study to run now (default: all)"),
+    address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="Ray cluster; none starts a local Ray"),
+    storage: str = typer.Option("runs", help="checkpoint storage: a local path or a URI every node reaches"),
+) -> None:
+    """Train and evaluate every (cell, seed) of the study not yet recorded, writing each finished run's record and
+    the report as it lands; rerunning resumes (an interrupted model continues from its last checkpoint)."""
+    from skipview.platform.tracking import store
+    from skipview.platform.training import driver
+    from skipview.platform.tuning.ablation import run_study
+    from skipview.platform.tuning.report import build_report
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    study = _load(study_name)
+    matrix = study.matrix
+    if cells:
+        try:
+            matrix = matrix.subset([c.strip() for c in cells.split(",") if c.strip()])
+        except ValueError as error:
+            raise typer.BadParameter(one_line(error)) from error
+    settings = study.settings(seeds=seeds, first_seed=first_seed, storage=storage)
+    driver.connect(address)
+
+    def report() -> None:
+        build_report(store.client(), study.name, study.matrix, study.report_dir, references=study.spec.references,
+                     records=True)
+
+    records = run_study(matrix, study.base, settings, after_each=report)
+    report()
+    typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
+               f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")
+
+
+@study_app.command("report")
+def study_report(study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name or file")) -> None:
+    """Rebuild the study's report from its committed run records and the MLflow runs of this machine."""
+    from skipview.platform.tracking import store
+    from skipview.platform.tuning.report import build_report
+
+    study = _load(study_name)
+    paths = build_report(store.client(), study.name, study.matrix, study.report_dir,
+                         references=study.spec.references, records=True)
+    typer.echo("report: " + ", ".join(str(p) for p in paths.values()))
+
+
+@study_app.command("index")
+def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.md is not what the studies give")
+                ) -> None:
+    """Regenerate reports/INDEX.md, one row per study file, from the studies' committed summaries."""
+    from skipview.platform.tuning.files import write_text_aside
+    from skipview.platform.tuning.study import INDEX, STUDIES_DIR, render_index
+
+    text = render_index([_load(str(path)) for path in sorted(STUDIES_DIR.glob("*.yaml"))])
+    if check:
+        if not INDEX.is_file() or INDEX.read_text() != text:
+            typer.echo(f"{INDEX} is stale: run `skipview study index`", err=True)
+            raise typer.Exit(1)
+        return
+    write_text_aside(INDEX, text)
+    typer.echo(f"wrote {INDEX}")

@@ -33,21 +33,20 @@ SMOOTHING = 10       # log-step metrics are one batch's value: drawn as the mean
 STYLES = {"sts14": "-", "cosine_views": "-", "cosine_neighbours": "--", "cosine_others": ":", "temperature": "-"}
 
 
-def curve_keys(client, run_id: str) -> list[str]:
-    """The keys of ``PANELS`` that the run logged (``sts14/*`` expanded to its views)."""
-    logged = client.get_run(run_id).data.metrics
+def curve_keys(logged: Iterable[str]) -> list[str]:
+    """The keys of ``PANELS`` among a run's logged metric keys (``sts14/*`` expanded to its views)."""
     return [k for k in logged if any(_matches(k, keys) for keys in PANELS.values())]
 
 
-def seed_means(client, runs: Iterable[RunRecord]) -> dict[str, dict[str, dict[str, Any]]]:
+def seed_means(runs: Iterable[RunRecord]) -> dict[str, dict[str, dict[str, Any]]]:
     """cell -> key -> {"steps", "mean", "seeds"}: per step, the mean over the cell's seeds that logged it (a step
     only some seeds reached, e.g. a run stopped early, is averaged over those)."""
     values: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     seeds: dict[str, set[int]] = defaultdict(set)
     for run in runs:
-        for key in curve_keys(client, run.run_id):
-            for metric in client.get_metric_history(run.run_id, key):
-                values[run.cell][key][metric.step].append(metric.value)
+        for key, points in run.curves.items():
+            for step, value in points:
+                values[run.cell][key][step].append(value)
             seeds[run.cell].add(run.seed)
     return {cell: {key: {"steps": sorted(by_step), "mean": [statistics.fmean(by_step[s]) for s in sorted(by_step)],
                          "seeds": len(seeds[cell])}
@@ -96,10 +95,10 @@ def _matches(key: str, keys: tuple[str, ...]) -> bool:
     return key in keys or ("sts14/*" in keys and key.startswith("sts14/"))
 
 
-def build_curves(client, runs: list[RunRecord], out_dir: Path) -> dict[str, Path] | None:
+def build_curves(runs: list[RunRecord], out_dir: Path) -> dict[str, Path] | None:
     """Write ``ablation_curves.png`` and ``.json`` under ``out_dir`` (None when no run logged a curve, e.g. a
     study of baselines only)."""
-    curves = seed_means(client, runs)
+    curves = seed_means(runs)
     if not any(curves.values()):
         return None
     paths = {"curves_chart": out_dir / "ablation_curves.png", "curves": out_dir / "ablation_curves.json"}

@@ -5,9 +5,10 @@ Keys of a matrix file:
 
 ``cells``       the ablation proper. Each: ``name`` (unique, used in run names and tags), ``objective``
                 (``gen``/``disc``/``skipthought``), ``settings`` (overrides of the objective's settings),
+                ``train`` (dotted overrides of the cell's other training settings, e.g. ``batch_size``),
                 ``tags`` (MLflow tags, strings), ``views`` (encoder view name -> label printed in the report;
                 the names are the ``SentenceEncoder``'s: f, g, f1, f2, g1, g2, and ``ensemble``).
-``references``  optional reference rows, same keys; a ``baseline`` (``avg``, ``wr`` or ``sif``) instead of an objective is
+``references``  optional reference rows, same keys; a ``baseline`` (``avg``, ``wr``, ``sif`` or ``usif``) instead of an objective is
                 computed from the word vectors with no training.
 ``combined``    rows that ensemble views of two separately trained cells of the same seed (``combine``:
                 ``[cell/view, cell/view]``), as Table 6 does for the single-view f and g models and for f1 with
@@ -59,18 +60,19 @@ class _Strict(BaseModel):
 class Cell(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
     objective: ObjectiveName | None = None
-    baseline: Literal["avg", "wr", "sif"] | None = None
+    baseline: Literal["avg", "wr", "sif", "usif"] | None = None
     combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
     settings: dict[str, Any] = {}
+    train: dict[str, Any] = {}      # dotted overrides of the cell's training settings (a study's cell_settings)
     tags: dict[str, str] = {}
     views: dict[Annotated[str, Field(pattern=r"^[^/]+$")], str] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _one_kind(self):
         if sum(x is not None for x in (self.objective, self.baseline, self.combine)) != 1:
-            raise ValueError("give exactly one of objective (a trained model), baseline (avg, wr, sif) or combine "
+            raise ValueError("give exactly one of objective (a trained model), baseline (avg, wr, sif, usif) or combine "
                              "(two cell/view of trained cells)")
-        if self.objective is None and (self.settings or set(self.views) != {ENSEMBLE}):
+        if self.objective is None and (self.settings or self.train or set(self.views) != {ENSEMBLE}):
             raise ValueError("a baseline or combined row has no settings and one representation: "
                              "views: {ensemble: <label>}")
         return self

@@ -1,10 +1,13 @@
 """The ablation report: from the study's MLflow runs to ``ablation.md`` (the table), ``ablation.png`` (a chart)
 and ``ablation_summary.json`` (the same numbers for ``dvc metrics``).
 
-Runs are found by experiment and tags (``skipview.study=ablation``, ``cell``, ``seed``; see ``matrix``), so the
-report is rebuilt from the tracking store alone, whatever machine trained the models. Per run, a column is the
-mean of the column's metrics that the run has (evaluation data without MPQA simply leaves MPQA out, and the
-report lists what was used); per cell and view, mean +- sample std over seeds.
+Runs are found by experiment and tags (``skipview.study=ablation``, ``cell``, ``seed``; see ``matrix``) in the
+tracking store, and in the study's committed run records (``<report dir>/runs/<cell>-seed<k>.json``: metrics,
+params and training curves of one finished run, written as soon as it is evaluated). MLflow's store and the
+trained models are local to a machine; the records are committed, so a study spread over sessions on different
+machines keeps every finished seed and its report is rebuilt from either source. Per run, a column is the mean of
+the column's metrics that the run has (evaluation data without MPQA simply leaves MPQA out, and the report lists
+what was used); per cell and view, mean +- sample std over seeds.
 """
 
 from __future__ import annotations
@@ -32,6 +35,53 @@ class RunRecord:
     start_time: int
     metrics: Mapping[str, float]
     params: Mapping[str, str]
+    curves: Mapping[str, list[tuple[int, float]]] = field(default_factory=dict)   # key -> [(step, value)]
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.cell}-seed{self.seed}.json"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "cell": self.cell, "seed": self.seed, "start_time": self.start_time,
+                "metrics": dict(sorted(self.metrics.items())), "params": dict(sorted(self.params.items())),
+                "curves": {k: [list(p) for p in v] for k, v in sorted(self.curves.items())}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "RunRecord":
+        return cls(data["run_id"], data["cell"], int(data["seed"]), int(data["start_time"]), data["metrics"],
+                   data["params"], {k: [(int(s), float(v)) for s, v in points] for k, points in data["curves"].items()})
+
+
+RECORDS = "runs"        # the report directory's folder of committed run records
+
+
+def write_records(runs: Iterable[RunRecord], out_dir: Path) -> None:
+    """One JSON file per run under ``out_dir/runs``; a newer run of the same (cell, seed) replaces the older."""
+    folder = out_dir / RECORDS
+    folder.mkdir(parents=True, exist_ok=True)
+    for run in runs:
+        write_text_aside(folder / run.file_name, json.dumps(run.as_json(), indent=1) + "\n")
+
+
+def read_records(out_dir: Path) -> list[RunRecord]:
+    folder = out_dir / RECORDS
+    records = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            records.append(RunRecord.from_json(json.loads(path.read_text())))
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not a run record ({error})") from None
+    return records
+
+
+def latest(runs: Iterable[RunRecord]) -> list[RunRecord]:
+    """One run per (cell, seed): the latest started."""
+    found: dict[tuple[str, int], RunRecord] = {}
+    for record in runs:
+        key = (record.cell, record.seed)
+        if key not in found or found[key].start_time < record.start_time:
+            found[key] = record
+    return sorted(found.values(), key=lambda r: (r.cell, r.seed))
 
 
 @dataclass
@@ -77,12 +127,14 @@ class Summary:
 
 
 def find_runs(client, experiment: str) -> list[RunRecord]:
-    """The finished, evaluated runs of the study in ``experiment``; a (cell, seed) recorded twice keeps its latest
-    run."""
+    """The finished, evaluated runs of the study in ``experiment``, with their training curves; a (cell, seed)
+    recorded twice keeps its latest run."""
+    from skipview.platform.tuning.curves import curve_keys
+
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise LookupError(f"no MLflow experiment named {experiment!r} in {client.tracking_uri}")
-    found: dict[tuple[str, int], RunRecord] = {}
+    found: list[RunRecord] = []
     token = None
     while True:
         page = client.search_runs(
@@ -94,15 +146,14 @@ def find_runs(client, experiment: str) -> list[RunRecord]:
             tags = run.data.tags
             if CELL_TAG not in tags or SEED_TAG not in tags:
                 continue
-            record = RunRecord(run.info.run_id, tags[CELL_TAG], int(tags[SEED_TAG]), run.info.start_time,
-                               dict(run.data.metrics), dict(run.data.params))
-            key = (record.cell, record.seed)
-            if key not in found or found[key].start_time < record.start_time:
-                found[key] = record
+            curves = {key: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, key)]
+                      for key in curve_keys(run.data.metrics)}
+            found.append(RunRecord(run.info.run_id, tags[CELL_TAG], int(tags[SEED_TAG]), run.info.start_time,
+                                   dict(run.data.metrics), dict(run.data.params), curves))
         token = page.token
         if not token:
             break
-    return sorted(found.values(), key=lambda r: (r.cell, r.seed))
+    return latest(found)
 
 
 def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, references: bool = True) -> Summary:
@@ -272,22 +323,32 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
     plt.close(fig)
 
 
-def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True
-                 ) -> dict[str, Path]:
+def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True,
+                 records: bool = False) -> dict[str, Path]:
     """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``, and the training
-    curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths."""
+    curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths. ``records``: also
+    read the run records committed under ``out_dir/runs`` and write one for every run MLflow has (a study's
+    report; the plain ``skipview ablation`` report reads MLflow alone)."""
     from skipview.platform.tuning.curves import build_curves
 
-    runs = find_runs(client, experiment)
+    out_dir = Path(out_dir)
+    try:
+        tracked = find_runs(client, experiment)
+    except LookupError:
+        if not records:
+            raise
+        tracked = []
+    if records:
+        write_records(tracked, out_dir)
+    runs = latest([*read_records(out_dir), *tracked]) if records else tracked
     if not runs:
         raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")
     summary = summarise(matrix, runs, experiment, references)
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out_dir / "ablation.md", "chart": out_dir / "ablation.png",
              "summary": out_dir / "ablation_summary.json"}
     render_chart(summary, matrix, paths["chart"])
-    paths.update(build_curves(client, runs, out_dir) or {})
+    paths.update(build_curves(runs, out_dir) or {})
     text = render_markdown(summary, matrix, paths["chart"].name, paths.get("curves_chart"))
     write_text_aside(paths["markdown"], text)
     write_text_aside(paths["summary"], json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n")

@@ -72,6 +72,48 @@ def test_sif_weights_words_by_a_over_a_plus_frequency_then_removes_the_component
     assert words.sif_weights(a)[words.vocab.index["the"]] < 0.1 < words.sif_weights(a)[words.vocab.index["cat"]]
 
 
+def _usif_words() -> WordVectors:
+    from skipview.models.text import Tokenizer
+    from skipview.models.vocab import SPECIALS, Vocab
+
+    # |V| = 4 words with counts 6, 2, 1, 1 (p = .6, .2, .1, .1); specials have no count and no vector
+    vocab = Vocab(list(SPECIALS) + ["the", "cat", "dog", "sat"], [0] * len(SPECIALS) + [6, 2, 1, 1])
+    vectors = np.zeros((len(vocab), 3), dtype=np.float32)
+    vectors[len(SPECIALS):] = [[2, 0, 0], [0, 3, 0], [0, 0, 1], [0, 4, 3]]
+    return WordVectors(vocab, vectors, Tokenizer())
+
+
+def test_usif_weights_match_the_paper_by_hand():
+    # n = 2: threshold 1 - (3/4)^2 = 0.4375, so alpha = 1/4 (only 'the'); Z = |V| / 2 = 2;
+    # a = (1 - 1/4) / (1/4 * 2) = 1.5; weight = a / (a/2 + p) = 1.5 / (0.75 + p)
+    weights = _usif_words().usif_weights(n=2)[-4:]
+    np.testing.assert_allclose(weights, [1.5 / 1.35, 1.5 / 0.95, 1.5 / 0.85, 1.5 / 0.85], rtol=1e-6)
+    with pytest.raises(ValueError, match="no word .* smaller n"):
+        _usif_words().usif_weights(n=4)            # threshold 0.68, above every p(w): alpha = 0
+    with pytest.raises(ValueError, match="every word .* larger n"):
+        _usif_words().usif_weights(n=0.1)          # threshold 0.03, below every p(w): alpha = 1, a = 0
+
+
+def test_usif_averages_unit_vectors_then_removes_components_by_their_share():
+    words = _usif_words()
+    w = dict(zip(["the", "cat", "dog", "sat"], [1.5 / 1.35, 1.5 / 0.95, 1.5 / 0.85, 1.5 / 0.85]))
+    unit = {"the": [1, 0, 0], "cat": [0, 1, 0], "dog": [0, 0, 1], "sat": [0, 0.8, 0.6]}
+    sentences = ["the cat", "the dog sat", "cat sat", "dog"]
+    averaged = np.array([np.mean([w[t] * np.array(unit[t]) for t in s.split()], axis=0) for s in sentences])
+    _, s, vt = np.linalg.svd(averaged)              # m = 5 > rank 3: every component, each scaled by its share
+    share = s ** 2 / (s ** 2).sum()
+    expected = averaged - sum(share[i] * np.outer(averaged @ vt[i], vt[i]) for i in range(3))
+    encoder = AverageEncoder(words, "usif", component_fit="task", n=2)
+    np.testing.assert_allclose(encoder.encode(sentences), expected, atol=1e-5)
+    # the released code's variant normalises each dimension over the sentence's words instead of each vector
+    raw = {"the": [2, 0, 0], "cat": [0, 3, 0], "dog": [0, 0, 1], "sat": [0, 4, 3]}
+    rows = np.array([raw[t] for t in ("the", "dog", "sat")], dtype=float)
+    rows = rows / np.linalg.norm(rows, axis=0)
+    by_dimension = AverageEncoder(words, "usif", component_fit="task", n=2, normalise="dimension")
+    np.testing.assert_allclose(by_dimension._average(["the dog sat"])[0],
+                               np.mean(rows * np.array([w["the"], w["dog"], w["sat"]])[:, None], axis=0), atol=1e-6)
+
+
 def test_component_fit_corpus_uses_the_fitted_component_and_refuses_without_one(tiny_wordvecs):
     words = WordVectors.load(tiny_wordvecs)
     encoder = AverageEncoder(words, "wr", component_fit="corpus")

@@ -20,7 +20,7 @@ def test_shipped_matrix_is_table_6():
     assert set(cells["disc-f"].views) == {"f"} and set(cells["disc-g"].views) == {"g"}
     assert set(cells["disc-ff"].views) == {"f1", "f2", "ensemble"}     # the encoder's own view names
     assert all({"objective", "views"} <= set(c.tags) for c in matrix.cells)
-    assert {r.baseline for r in matrix.references} == {None, "avg", "wr", "sif"}
+    assert {r.baseline for r in matrix.references} == {None, "avg", "wr", "sif", "usif"}
     combined = {c.name: c.combine for c in matrix.combined}
     assert combined == {"disc-f+disc-g": ["disc-f/f", "disc-g/g"], "disc-ff+disc-gg": ["disc-ff/f1", "disc-gg/g1"]}
 
@@ -47,7 +47,7 @@ def test_plan_runs_every_cell_per_seed_and_baselines_once():
     assert names.index("disc-f+disc-g") > max(names.index("disc-f"), names.index("disc-g"))   # parts first
     assert len({r.run_name for r in runs}) == len(runs)
     with_refs = plan(matrix, seeds=3, references=True)
-    assert len(with_refs) == 9 * 3 + 3 + 3                  # skip-thought per seed, avg, WR and SIF once
+    assert len(with_refs) == 9 * 3 + 3 + 4                  # skip-thought per seed, avg, WR, SIF and uSIF once
     first = with_refs[0]
     assert first.tags["skipview.study"] == "ablation" and first.tags["cell"] == first.cell.name
     assert first.tags["seed"] == "0"

@@ -136,3 +136,26 @@ def test_settings_table_lists_the_shared_train_settings_with_repository_paths():
             RunRecord("b", "disc-f", 0, 1, {}, {**identity, "matrix.cell": "disc-f", "train.max_steps": "200",
                                                 "train.corpus": corpus, "train.seed": "1"})]
     assert _common_params(runs) == {"corpus": "data/novels/prepared", "max_steps": "200"}
+
+
+def test_a_study_report_keeps_every_run_in_committed_records_and_rebuilds_from_them_alone(store, tmp_path):
+    """A study spread over machines: MLflow's store is local, the run records are committed beside the report."""
+    client, matrix = store
+    out = tmp_path / "reports"
+    first = json.loads(build_report(client, EXPERIMENT, matrix, out, records=True)["summary"].read_text())
+    records = sorted(p.name for p in (out / "runs").glob("*.json"))
+    assert records == ["disc-f-seed0.json", "disc-fg-seed0.json", "disc-fg-seed1.json", "disc-fg-seed2.json",
+                       "gen-invertible-seed0.json", "gen-invertible-seed1.json", "gen-invertible-seed2.json"]
+    assert json.loads((out / "runs" / "disc-fg-seed1.json").read_text())["curves"]["sts14"] == [
+        [step, curve("sts14", step, 1)] for step in (0, 5, 10)]
+    (out / "ablation_summary.json").unlink()
+    # another machine: an MLflow store with none of these runs; the report comes back whole from the records
+    from mlflow.tracking import MlflowClient
+
+    elsewhere = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'other.db'}")
+    again = json.loads(build_report(elsewhere, EXPERIMENT, matrix, out, records=True)["summary"].read_text())
+    assert again == first
+    assert json.loads((out / "ablation_curves.json").read_text())["disc-fg"]["sts14"]["seeds"] == 3
+    (out / "runs" / "disc-f-seed0.json").write_text("{not json")
+    with pytest.raises(ValueError, match="disc-f-seed0.json: not a run record"):
+        build_report(elsewhere, EXPERIMENT, matrix, out, records=True)
