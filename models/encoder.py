@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from skipview.models.batching import Sentences
 from skipview.models.directories import swap_in
-from skipview.models.pca import SecondMoment, remove_component
+from skipview.models.pca import SecondMoment, remove_component, remove_components, shared_components
 from skipview.models.text import Tokenizer
 from skipview.models.views import MODES, Mode, View, build_view
 from skipview.models.vocab import Vocab
@@ -127,22 +127,31 @@ class SentenceEncoder(nn.Module):
 
     def encode(self, sentences: Sequence[str], mode: Mode = "unsupervised", view: str = "ensemble",
                batch_size: int = 128, postprocessing: PostProcessing | Literal["stored", "input", "none"] = "stored",
-               progress: bool = False) -> np.ndarray:
+               progress: bool = False, components: int = 1) -> np.ndarray:
         """Sentence vectors (n, D) float32.
 
         ``view``: "ensemble" (all views: averaged in unsupervised mode, concatenated in supervised mode) or one
         view name (``view_names``). ``postprocessing``: "stored" uses the components saved with the model;
         "input" fits each view's component on these sentences (Arora et al.'s evaluation: per task or per STS
         subset, as the caller groups them); a ``PostProcessing`` uses those components; "none" skips the
-        component removal (L2 normalisation stays)."""
+        component removal (L2 normalisation stays). ``components`` > 1 with "input": Ethayarajh (2018)'s
+        piecewise removal of that many components, each scaled by its share of the squared singular values
+        (not the multi-view paper's post-processing, which removes the top one whole)."""
         names = self._select(view)
         token_ids = self.token_ids(sentences)
         raw = self.raw_representations(token_ids, mode, names, batch_size, progress)
-        if postprocessing == "input":
-            processor = PostProcessing({(name, mode): top_component(raw[name]) for name in names})
+        if components != 1 and postprocessing != "input":
+            raise ValueError(f"components={components}: several components are fitted on the input only "
+                             "(postprocessing='input')")
+        if postprocessing == "input" and components > 1:
+            processed = [nn.functional.normalize(
+                remove_components(raw[name], *shared_components(raw[name], components)), dim=-1) for name in names]
         else:
-            processor = self.postprocessing if postprocessing in ("stored", "none") else postprocessing
-        processed = [processor.apply(name, mode, raw[name], remove_pc=postprocessing != "none") for name in names]
+            if postprocessing == "input":
+                processor = PostProcessing({(name, mode): top_component(raw[name]) for name in names})
+            else:
+                processor = self.postprocessing if postprocessing in ("stored", "none") else postprocessing
+            processed = [processor.apply(name, mode, raw[name], remove_pc=postprocessing != "none") for name in names]
         if len(processed) == 1:
             combined = processed[0]
         elif mode == "unsupervised":

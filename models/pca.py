@@ -43,6 +43,22 @@ def remove_component(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return z - (z @ u)[:, None] * u[None, :]
 
 
+def shared_components(z: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``m`` right singular vectors (rows) of the uncentred z, and each one's share of their squared
+    singular values: Ethayarajh (2018)'s piecewise common component removal scales each projection by that share
+    (``lambda_i = s_i^2 / sum_j s_j^2``), where Arora et al. (2017) remove one component whole."""
+    _, s, vt = torch.linalg.svd(z.to(torch.float64), full_matrices=False)
+    squared = s[:m] ** 2
+    total = squared.sum()
+    shares = squared / total if total > 0 else torch.zeros_like(squared)
+    return vt[:m].to(z.dtype), shares.to(z.dtype)
+
+
+def remove_components(z: torch.Tensor, components: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """z - sum_i scale_i (z . u_i) u_i for the component rows u_i."""
+    return z - ((z @ components.T) * scales) @ components
+
+
 class SecondMoment:
     """Streaming accumulator of Z^T Z (float64) so a component can be fitted on any number of sentences in O(D^2)."""
 

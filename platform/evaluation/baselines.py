@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import torch
 
+from skipview.models.pca import remove_components, shared_components
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import Vocab
 from skipview.platform.evaluation.encoding import ComponentFit, Mode
@@ -126,26 +128,6 @@ class WordVectors:
         return out
 
 
-def principal_components(vectors: np.ndarray, m: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``m`` right singular vectors of the (uncentred) matrix, as rows, with their singular values:
-    Arora et al. (2017)'s and Ethayarajh (2018)'s common components (TruncatedSVD without centring)."""
-    _, s, vt = np.linalg.svd(np.asarray(vectors, dtype=np.float64), full_matrices=False)
-    return vt[:m].astype(np.float32), s[:m]
-
-
-def top_component(vectors: np.ndarray) -> np.ndarray:
-    return principal_components(vectors, 1)[0][0]
-
-
-def remove_component(vectors: np.ndarray, u: np.ndarray) -> np.ndarray:
-    return vectors - np.outer(vectors @ u, u)
-
-
-def remove_components(vectors: np.ndarray, components: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """v - sum_i scale_i (v . u_i) u_i for the component rows u_i."""
-    return vectors - ((vectors @ components.T) * scales) @ components
-
-
 class AverageEncoder:
     """One of ``BASELINES``. The mode does not change the representation (both are the average).
 
@@ -164,19 +146,15 @@ class AverageEncoder:
                         else None)
         self.normalise: Normalise | None = normalise if self.recipe.weighting == "usif" else None
         self.component_fit: ComponentFit | None = component_fit if self.recipe.components else None
-        self.removal: tuple[np.ndarray, np.ndarray] | None = None
+        self.removal: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def name(self) -> str:
         return f"fasttext-{self.baseline}"
 
-    def _removal(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        components, singular = principal_components(vectors, self.recipe.components)
-        if not self.recipe.weighted_removal:
-            return components, np.ones(len(components), dtype=np.float32)
-        squared = singular ** 2
-        shares = squared / squared.sum() if squared.sum() > 0 else np.zeros_like(squared)
-        return components, shares.astype(np.float32)
+    def _removal(self, vectors: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        components, shares = shared_components(torch.from_numpy(vectors), self.recipe.components)
+        return components, shares if self.recipe.weighted_removal else torch.ones_like(shares)
 
     def _average(self, sentences: list[str]) -> np.ndarray:
         return self.words.average(sentences, self.weights, self.normalise)
@@ -194,5 +172,5 @@ class AverageEncoder:
         if self.component_fit == "corpus":
             if self.removal is None:
                 raise ValueError(f"{self.name} with component_fit='corpus': call fit_component(corpus sentences) first")
-            return remove_components(vectors, *self.removal)
-        return remove_components(vectors, *self._removal(vectors))
+            return remove_components(torch.from_numpy(vectors), *self.removal).numpy()
+        return remove_components(torch.from_numpy(vectors), *self._removal(vectors)).numpy()

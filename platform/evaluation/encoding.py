@@ -39,14 +39,32 @@ class ModelEncoder:
     components from the model (``corpus``: fitted on training sentences when it was saved) or fitted on the
     sentences of each call (``task``, ``subset``)."""
 
-    def __init__(self, model, view: str = "ensemble", component_fit: ComponentFit = "subset"):
+    def __init__(self, model, view: str = "ensemble", component_fit: ComponentFit = "subset", components: int = 1):
         if component_fit not in COMPONENT_FITS:
             raise ValueError(f"component_fit must be one of {COMPONENT_FITS}, got {component_fit!r}")
-        self.model, self.view, self.component_fit = model, view, component_fit
+        if components != 1 and component_fit == "corpus":
+            raise ValueError("several components (uSIF's piecewise removal) are fitted per task or subset, not from "
+                             "the model's stored one")
+        self.model, self.view, self.component_fit, self.components = model, view, component_fit, components
 
     def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
         postprocessing = "stored" if self.component_fit == "corpus" else "input"
-        return self.model.encode(sentences, mode=mode, view=self.view, postprocessing=postprocessing)
+        return self.model.encode(sentences, mode=mode, view=self.view, postprocessing=postprocessing,
+                                 components=self.components)
+
+
+class CombinedEncoder:
+    """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
+    the average of the post-processed vectors (unsupervised), their concatenation (supervised). The parts share
+    one ``component_fit``, so the suite calls the whole ensemble per subset when they fit per subset."""
+
+    def __init__(self, parts: list[Encoder]):
+        self.parts = parts
+        self.component_fit = parts[0].component_fit
+
+    def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
+        vectors = [part.encode(sentences, mode=mode) for part in self.parts]
+        return np.mean(vectors, axis=0) if mode == "unsupervised" else np.concatenate(vectors, axis=1)
 
 
 def encode_many(encoder: Encoder, groups: list[list[str]], mode: Mode) -> list[np.ndarray]:

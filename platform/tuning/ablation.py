@@ -54,22 +54,6 @@ class StudySettings:
     warm_start: str | None = None           # a shorter study of the same models to continue from (warm_start())
 
 
-class CombinedEncoder:
-    """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
-    the average of the post-processed vectors (unsupervised), their concatenation (supervised). The parts share
-    one ``component_fit``, so the suite calls the whole ensemble per subset when they fit per subset."""
-
-    def __init__(self, parts: list[Any]):
-        self.parts = parts
-        self.component_fit = parts[0].component_fit
-
-    def encode(self, sentences: list[str], mode: str = "unsupervised"):
-        import numpy as np
-
-        vectors = [part.encode(sentences, mode=mode) for part in self.parts]
-        return np.mean(vectors, axis=0) if mode == "unsupervised" else np.concatenate(vectors, axis=1)
-
-
 def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
     """The base settings for ``cell``: its objective and settings, its training overrides (``train``), the seed,
     and those base objective settings the cell's objective has (a shared ``hidden_size`` applies to all;
@@ -253,7 +237,7 @@ def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> 
 def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
     """The encoders (and views) a combined row ensembles, with the summed training cost of their runs."""
     from skipview.models.encoder import SentenceEncoder
-    from skipview.platform.evaluation.encoding import ModelEncoder
+    from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 
     parts, cost = [], {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     for part in cell.combine:

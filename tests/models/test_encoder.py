@@ -123,3 +123,14 @@ def test_postprocessing_state_round_trip():
     components = {("f", "unsupervised"): torch.ones(3), ("g1", "supervised"): torch.zeros(2)}
     restored = PostProcessing.from_state(PostProcessing(components).state()).components
     assert restored.keys() == components.keys()
+
+
+def test_several_components_are_removed_piecewise_by_their_share_of_the_squared_singular_values(encoder):
+    raw = encoder.raw_representations(encoder.token_ids(SENTENCES), "unsupervised", ["g"])["g"].double()
+    _, s, vt = torch.linalg.svd(raw, full_matrices=False)
+    share = s[:3] ** 2 / (s[:3] ** 2).sum()
+    expected = raw - sum(share[i] * torch.outer(raw @ vt[i], vt[i]) for i in range(3))
+    got = encoder.encode(SENTENCES, "unsupervised", "g", postprocessing="input", components=3)
+    np.testing.assert_allclose(got, torch.nn.functional.normalize(expected, dim=-1).numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="fitted on the input only"):
+        encoder.encode(SENTENCES, "unsupervised", "g", components=3)

@@ -12,8 +12,8 @@ from skipview.platform.tracking import store
 from skipview.platform.training.config import TrainSettings
 import numpy as np
 
-from skipview.platform.evaluation.encoding import ModelEncoder
-from skipview.platform.tuning.ablation import CombinedEncoder, StudySettings, run_study
+from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
+from skipview.platform.tuning.ablation import StudySettings, run_study
 from skipview.platform.tuning.matrix import Cell, Matrix, load_matrix
 from skipview.platform.tuning.report import build_report
 
@@ -23,7 +23,7 @@ class Fixed:
     def __init__(self, table):
         self.table = table
 
-    def encode(self, sentences, mode="unsupervised", view="ensemble", postprocessing="stored"):
+    def encode(self, sentences, mode="unsupervised", view="ensemble", postprocessing="stored", components=1):
         return np.stack([self.table[view][s] for s in sentences])
 
 
