@@ -15,11 +15,11 @@ Keys of a study file (every one is checked; an unknown or bad key is an error na
                     generative search's batch size and rate while the discriminative cells keep theirs).
 ``seeds``, ``references``, ``tasks``, ``protocol``, ``component_fit``, ``workers``, ``cpus_per_worker``,
 ``gpus_per_worker``, ``warm_start``: as the ``skipview ablation`` options of the same names.
-``report_dir``      where the report, the chart, the summary and one record per finished run go.
 ``headline``        the row and the baseline the index quotes (``cell/view`` each) and the column.
 
-The study's name is the file's stem: the prefix of its Train runs under ``runs/`` and its MLflow experiment, so
-rerunning it finds what is already trained.
+The study's name is the file's stem: the prefix of its Train runs under ``runs/``, its MLflow experiment (so
+rerunning it finds what is already trained), and its report folder ``reports/<name>/`` (the report, the chart, the
+summary, the training curves and one record per finished run; a README there is the study's own text).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from skipview.platform.tuning.matrix import DEFAULT_MATRIX, Matrix, load_matrix
 from skipview.platform.tuning.yaml_source import describe, load_model, load_with_lines, written
 
 STUDIES_DIR = Path("studies")
-INDEX = Path("reports/INDEX.md")
+REPORTS = Path("reports")
+INDEX = REPORTS / "INDEX.md"
 SIDE = r"^[^/]+/[^/]+$"
 
 
@@ -72,7 +73,6 @@ class StudyFile(_Strict):
     cpus_per_worker: float = Field(1, gt=0)
     gpus_per_worker: float = Field(0, ge=0)
     warm_start: str | None = None
-    report_dir: str
     headline: Headline | None = None
 
 
@@ -89,7 +89,7 @@ class Study:
 
     @property
     def report_dir(self) -> Path:
-        return Path(self.spec.report_dir)
+        return REPORTS / self.name
 
     def settings(self, *, seeds: int | None = None, first_seed: int = 0, storage: str = "runs") -> StudySettings:
         spec = self.spec

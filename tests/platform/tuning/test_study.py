@@ -20,7 +20,6 @@ cells: [disc-fg, disc-f, gen-invertible, fasttext-sif]
 cell_settings:
   gen-invertible: {batch_size: 256, objective_settings.negatives: 2}
 seeds: 2
-report_dir: reports/example
 headline: {row: disc-fg/f, baseline: disc-f/f}
 """
 
@@ -87,13 +86,15 @@ def test_resolve_finds_a_study_by_name_and_lists_the_known_ones(tmp_path):
 
 def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, monkeypatch):
     path = tmp_path / "example.yaml"
-    path.write_text(GOOD.replace("reports/example", str(tmp_path / "report")))
+    path.write_text(GOOD)
     study = load_study(path)
-    assert "| example | Does the multi-view f beat the single-view f? | not run yet |" in render_index([study])
-    (tmp_path / "report").mkdir()
+    assert "| [example](example/ablation.md) | Does the multi-view f beat the single-view f? | not run yet |" in \
+        render_index([study])
+    monkeypatch.chdir(tmp_path)                        # the study's report folder: reports/example/ from here
+    (tmp_path / "reports" / "example").mkdir(parents=True)
     summary = {"cells": {"disc-fg": {"seeds": 2, "f": {"sts_avg": {"mean": 58.31, "std": 0.52, "n": 2}}},
                          "disc-f": {"seeds": 1, "f": {"sts_avg": {"mean": 55.0, "std": None, "n": 1}}}}}
-    (tmp_path / "report" / "ablation_summary.json").write_text(json.dumps(summary))
+    (tmp_path / "reports" / "example" / "ablation_summary.json").write_text(json.dumps(summary))
     row = render_index([study]).splitlines()[-1]
-    assert row == (f"| example | Does the multi-view f beat the single-view f? | disc-fg/f | 58.3 ± 0.5 | disc-f/f | "
+    assert row == (f"| [example](example/ablation.md) | Does the multi-view f beat the single-view f? | disc-fg/f | 58.3 ± 0.5 | disc-f/f | "
                    f"55.0 (n=1) | 2 | `skipview study run {path}` |")
