@@ -56,6 +56,7 @@ def train(
                       cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, max_failures=max_failures,
                       experiment=experiment, output=str(output) if output else None)
     try:
+        driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)
         driver.check_continuation(settings, run)
     except ValueError as error:
         raise typer.BadParameter(one_line(error)) from error

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validato
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # no setting is meaningful at infinity or NaN (optimizer.lr=.inf would otherwise pass gt=0)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class OptimizerSettings(Strict):

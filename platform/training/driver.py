@@ -84,12 +84,21 @@ def objective_config(settings: TrainSettings) -> dict[str, Any]:
 
 def check_inputs(settings: TrainSettings, gpus_per_worker: float = 0) -> None:
     """Fail on the driver, before any Ray process starts, on what every worker would otherwise fail on (and Ray
-    would retry): the objective's settings, a precision the device cannot train in, and the prepared corpus."""
-    from skipview.models.corpus import PreparedCorpus
-
+    would retry): the objective's settings, a precision the device cannot train in, the prepared corpus and the
+    word vectors (present, and aligned with the corpus vocabulary)."""
     objective_config(settings)
     check_precision(settings.precision, gpus_per_worker > 0)
-    PreparedCorpus(settings.corpus)
+    check_data(settings)
+
+
+def check_data(settings: TrainSettings) -> None:
+    """The prepared corpus opens, and its word vectors are present and aligned with its vocabulary."""
+    from skipview.models.corpus import PreparedCorpus
+    from skipview.platform.training.objectives import aligned_word_vectors
+
+    corpus = PreparedCorpus(settings.corpus)
+    if settings.wordvecs is not None:
+        aligned_word_vectors(settings.wordvecs, corpus.vocab)
 
 
 def tags_for(settings: TrainSettings) -> dict[str, str]:
@@ -183,6 +192,26 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
             os.environ[STATE_API_ENV] = before
 
 
+def check_local_resources(workers: int, cpus_per_worker: float, gpus_per_worker: float, address: str | None) -> None:
+    """Refuse a worker group larger than the local Ray that ``connect`` would start for it: Ray Train would wait for
+    the missing CPUs (or GPUs) and retry without end. A cluster (``address`` or ``RAY_ADDRESS``) may grow by
+    autoscaling, so it is not judged here."""
+    if (address or os.environ.get("RAY_ADDRESS")) not in (None, "", "local"):
+        return
+    cpus = len(os.sched_getaffinity(0))
+    if workers * cpus_per_worker > cpus:
+        raise ValueError(f"--workers {workers} x --cpus-per-worker {cpus_per_worker:g} needs "
+                         f"{workers * cpus_per_worker:g} CPUs; the local Ray has {cpus} (use --workers "
+                         f"{max(1, int(cpus // cpus_per_worker))} or fewer, or --address a cluster)")
+    if gpus_per_worker:
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if workers * gpus_per_worker > gpus:
+            raise ValueError(f"--workers {workers} x --gpus-per-worker {gpus_per_worker:g} needs "
+                             f"{workers * gpus_per_worker:g} GPUs; this machine has {gpus}")
+
+
 @dataclass
 class Outcome:
     run_name: str
@@ -207,8 +236,7 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
         found = diverged(error)
         if found is None:
             raise
-        latest = ray.train.Result.from_path(run_key(run)).checkpoint
-        raise Diverged(f"run {run.name}: {found}; last good checkpoint: {latest.path if latest else 'none'}") from None
+        raise Diverged(f"run {run.name}: {found}; last good checkpoint: {last_checkpoint(run)}") from None
     client = store.client(uri)
     run_id = store.find_run(client, run.experiment, run_key(run))
     model_dir = None
@@ -216,6 +244,18 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
         model_dir = copy_model(result.checkpoint, Path(run.output))
     return Outcome(run.name, run_id, dict(result.metrics or {}),
                    result.checkpoint.path if result.checkpoint else None, model_dir)
+
+
+def last_checkpoint(run: RunSettings) -> str:
+    """The path of the run's latest registered checkpoint, or why there is none. A run that failed before its first
+    checkpoint has no checkpoint-manager snapshot, and Ray's ``Result.from_path`` raises on it."""
+    import ray.train
+
+    try:
+        latest = ray.train.Result.from_path(run_key(run)).checkpoint
+    except (RuntimeError, ValueError, OSError):
+        latest = None
+    return latest.path if latest else "none (it failed before its first checkpoint)"
 
 
 def copy_model(checkpoint, output: Path) -> Path:

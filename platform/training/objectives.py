@@ -26,6 +26,12 @@ def load_word_vectors(wordvecs: str | Path | None, vocab: Vocab) -> np.ndarray |
     """``vectors.npy`` of a wordvecs directory, checked to be aligned row by row with the corpus vocabulary."""
     if wordvecs is None:
         return None
+    # a private, writable copy: DDP broadcasts buffers in place, which would write into a read-only memmap
+    return np.array(aligned_word_vectors(wordvecs, vocab), dtype=np.float32)
+
+
+def aligned_word_vectors(wordvecs: str | Path, vocab: Vocab) -> np.ndarray:
+    """The memory-mapped ``vectors.npy``, checked against ``vocab.tsv`` and the corpus vocabulary."""
     folder = Path(wordvecs)
     matrix_path, vocab_path = folder / "vectors.npy", folder / "vocab.tsv"
     for needed in (matrix_path, vocab_path):
@@ -36,8 +42,7 @@ def load_word_vectors(wordvecs: str | Path | None, vocab: Vocab) -> np.ndarray |
     if theirs.words != vocab.words or vectors.shape[0] != len(vocab):
         raise ValueError(f"{folder}: word vectors ({vectors.shape[0]} rows, vocab.tsv of {len(theirs)} words) are "
                          f"not aligned with the corpus vocabulary ({len(vocab)} words); rebuild them for this corpus")
-    # a private, writable copy: DDP broadcasts buffers in place, which would write into a read-only memmap
-    return np.array(vectors, dtype=np.float32)
+    return vectors
 
 
 def objective_factory(name: str) -> Callable[..., Objective]:

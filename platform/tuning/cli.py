@@ -152,6 +152,11 @@ def ablation(
                               workers=workers, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
                               protocol=protocol, component_fit=component_fit, warm_start=warm_start,
                               tasks=tuple(t.strip() for t in tasks.split(",")) if tasks else REPORT_TASKS)
+        try:
+            driver.check_data(base)
+            driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)
+        except (FileNotFoundError, ValueError) as error:
+            raise typer.BadParameter(one_line(error)) from error
         driver.connect(address)
         records = run_study(study_matrix, base, study)
         typer.echo(f"study {name}: {sum(not r['skipped'] for r in records)} runs done now, "
@@ -199,6 +204,11 @@ def study_run(
         except ValueError as error:
             raise typer.BadParameter(one_line(error)) from error
     settings = study.settings(seeds=seeds, first_seed=first_seed, storage=storage)
+    try:
+        driver.check_data(study.base)          # the cells' own settings were checked when the study was read
+        driver.check_local_resources(settings.workers, settings.cpus_per_worker, settings.gpus_per_worker, address)
+    except (FileNotFoundError, ValueError) as error:
+        raise typer.BadParameter(one_line(error)) from error
     driver.connect(address)
 
     def report() -> None:

@@ -50,6 +50,12 @@ def test_unknown_and_bad_keys_are_named(tmp_path):
         load_settings(None, BASE, ["batch_size"])
 
 
+@pytest.mark.parametrize("value", [".inf", ".nan", "-.inf"])
+def test_no_setting_takes_an_infinite_or_nan_value(value):
+    with pytest.raises(ValidationError, match="optimizer.lr"):
+        load_settings(None, {"objective": "disc", "corpus": "c"}, [f"optimizer.lr={value}"])
+
+
 def test_a_run_needs_an_end():
     with pytest.raises(ValidationError, match="max_steps or epochs"):
         TrainSettings(**BASE, max_steps=None)

@@ -94,3 +94,28 @@ def test_an_existing_token_is_kept(tmp_path, monkeypatch):
     assert created == tmp_path / ".ray" / "auth_token"
     first = created.read_text()
     assert ensure_private_token() is None and created.read_text() == first
+
+
+def test_inputs_every_worker_would_fail_on_fail_on_the_driver_first(tiny_data, tmp_path):
+    corpus, wordvecs = tiny_data
+    settings = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), max_steps=1)
+    driver.check_inputs(settings)
+    empty = tmp_path / "wordvecs"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=f"{empty / 'vectors.npy'}: missing"):
+        driver.check_inputs(settings.model_copy(update={"wordvecs": str(empty)}))
+
+
+def test_a_worker_group_larger_than_the_local_ray_is_refused_before_ray_starts(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    driver.check_local_resources(cores, 1, 0, None)
+    with pytest.raises(ValueError, match=f"needs {cores + 1} CPUs; the local Ray has {cores} "
+                                         f"\\(use --workers {cores} or fewer"):
+        driver.check_local_resources(cores + 1, 1, 0, None)
+    import torch
+
+    gpus = torch.cuda.device_count()
+    with pytest.raises(ValueError, match=f"GPUs; this machine has {gpus}"):
+        driver.check_local_resources(1, 1, gpus + 1, "local")
+    driver.check_local_resources(cores + 1, 1, 0, "ray://head:10001")      # a cluster may autoscale: not judged

@@ -126,3 +126,11 @@ def test_nan_on_one_rank_stops_the_run_and_keeps_the_last_good_checkpoint(ray_se
     run_id = store.find_run(client, run.experiment, driver.run_key(run))
     assert client.get_run(run_id).info.status == "FAILED"
     assert max(step_history(run, run_id)) == 5
+
+
+def test_nan_before_the_first_checkpoint_is_the_same_one_line_divergence(ray_session, tiny_data, tmp_path):
+    settings = settings_for(tiny_data, nan_at_call=2)
+    run = run_for(tmp_path, "diverging-early")
+    with pytest.raises(Diverged, match="step 2") as error:
+        driver.train(settings, run)
+    assert str(error.value).endswith("last good checkpoint: none (it failed before its first checkpoint)")
