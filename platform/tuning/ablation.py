@@ -272,9 +272,12 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
 
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
+        from skipview.platform.tracking.lineage import lineage_tags
+
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
                                    params={**planned.identity, "reference.baseline": cell.baseline,
-                                           "reference.wordvecs": base.wordvecs}, tags=planned.tags)
+                                           "reference.wordvecs": base.wordvecs},
+                                   tags={**lineage_tags(base.corpus, base.wordvecs), **planned.tags})
         if study.component_fit == "corpus":
             raise ValueError(f"{cell.name}: component_fit 'corpus' is for trained models; compare baselines and "
                              "models with 'task' or 'subset'")

@@ -36,6 +36,7 @@ class RunRecord:
     metrics: Mapping[str, float]
     params: Mapping[str, str]
     curves: Mapping[str, list[tuple[int, float]]] = field(default_factory=dict)   # key -> [(step, value)]
+    lineage: Mapping[str, str] = field(default_factory=dict)      # the code and data versions (LINEAGE tags)
 
     @property
     def file_name(self) -> str:
@@ -44,15 +45,19 @@ class RunRecord:
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "cell": self.cell, "seed": self.seed, "start_time": self.start_time,
                 "metrics": dict(sorted(self.metrics.items())), "params": dict(sorted(self.params.items())),
-                "curves": {k: [list(p) for p in v] for k, v in sorted(self.curves.items())}}
+                "curves": {k: [list(p) for p in v] for k, v in sorted(self.curves.items())},
+                "lineage": dict(sorted(self.lineage.items()))}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "RunRecord":
         return cls(data["run_id"], data["cell"], int(data["seed"]), int(data["start_time"]), data["metrics"],
-                   data["params"], {k: [(int(s), float(v)) for s, v in points] for k, points in data["curves"].items()})
+                   data["params"], {k: [(int(s), float(v)) for s, v in points] for k, points in data["curves"].items()},
+                   data.get("lineage", {}))
 
 
 RECORDS = "runs"        # the report directory's folder of committed run records
+# the tags that say which code and data a run used (tracking.lineage): a report warns when its rows differ in them
+LINEAGE = ("git_commit", "corpus.hash", "wordvecs.hash")
 
 
 def write_records(runs: Iterable[RunRecord], out_dir: Path) -> None:
@@ -124,6 +129,7 @@ class Summary:
     common_params: dict[str, str]                                  # params identical in every trained run
     claims: list[dict[str, Any]]
     missing: list[str]                                             # cells with no finished run
+    vectors: dict[str, list[str]] = field(default_factory=dict)    # word-vector hash -> the runs that read them
 
 
 def find_runs(client, experiment: str) -> list[RunRecord]:
@@ -149,7 +155,8 @@ def find_runs(client, experiment: str) -> list[RunRecord]:
             curves = {key: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, key)]
                       for key in curve_keys(run.data.metrics)}
             found.append(RunRecord(run.info.run_id, tags[CELL_TAG], int(tags[SEED_TAG]), run.info.start_time,
-                                   dict(run.data.metrics), dict(run.data.params), curves))
+                                   dict(run.data.metrics), dict(run.data.params), curves,
+                                   {key: tags[key] for key in LINEAGE if key in tags}))
         token = page.token
         if not token:
             break
@@ -185,7 +192,15 @@ def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, refere
         common_params=common,
         claims=[_check(claim, stats) for claim in matrix.claims],
         missing=[c.name for c in cells if not by_cell[c.name]],
+        vectors=_vectors([r for c in cells for r in by_cell[c.name]]),
     )
+
+
+def _vectors(runs: list[RunRecord]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for run in runs:
+        found[run.lineage.get("wordvecs.hash", "not recorded")].append(f"{run.cell}-seed{run.seed}")
+    return dict(found)
 
 
 def _common_params(runs: list[RunRecord]) -> dict[str, str]:
@@ -241,6 +256,11 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
         lines.append("| " + " | ".join(row) + " |")
     if summary.missing:
         lines += ["", f"No finished run for: {', '.join(summary.missing)}."]
+    if len(summary.vectors) == 1 and "not recorded" not in summary.vectors:
+        lines += ["", f"Every row read the same word vectors (`{next(iter(summary.vectors))}`)."]
+    elif len(summary.vectors) > 1:
+        lines += ["", "**The rows read different word vectors**, so differences between them include the vectors':"]
+        lines += [f"- `{vectors}`: {', '.join(runs)}" for vectors, runs in summary.vectors.items()]
     if chart_name:
         lines += ["", f"![ablation chart]({chart_name})"]
     if curves_chart is not None:
@@ -280,7 +300,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
     reproduced = sum(c["verdict"].startswith("reproduced") for c in summary.claims)
     measured = sum(c["verdict"] != "not measured" for c in summary.claims)
     return {"experiment": summary.experiment, "cells": cells, "claims_reproduced": reproduced,
-            "claims_measured": measured, "claims": summary.claims}
+            "claims_measured": measured, "claims": summary.claims, "word_vectors": summary.vectors}
 
 
 def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:

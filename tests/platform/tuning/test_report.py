@@ -156,6 +156,13 @@ def test_a_study_report_keeps_every_run_in_committed_records_and_rebuilds_from_t
     again = json.loads(build_report(elsewhere, EXPERIMENT, matrix, out, records=True)["summary"].read_text())
     assert again == first
     assert json.loads((out / "ablation_curves.json").read_text())["disc-fg"]["sts14"]["seeds"] == 3
+    assert "word vectors" not in (out / "ablation.md").read_text()        # none recorded: nothing to compare
+    # a seed trained elsewhere on other vectors: the report says which rows read which vectors
+    record = json.loads((out / "runs" / "disc-f-seed0.json").read_text())
+    (out / "runs" / "disc-f-seed0.json").write_text(json.dumps({**record, "lineage": {"wordvecs.hash": "dvc:b"}}))
+    build_report(elsewhere, EXPERIMENT, matrix, out, records=True)
+    text = (out / "ablation.md").read_text()
+    assert "**The rows read different word vectors**" in text and "- `dvc:b`: disc-f-seed0" in text
     (out / "runs" / "disc-f-seed0.json").write_text("{not json")
     with pytest.raises(ValueError, match="disc-f-seed0.json: not a run record"):
         build_report(elsewhere, EXPERIMENT, matrix, out, records=True)
