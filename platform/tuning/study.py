@@ -100,7 +100,7 @@ class Study:
                              warm_start=spec.warm_start)
 
     def command(self) -> str:
-        return f"skipview study run {self.path}"
+        return f"skipview study run {self.name}"
 
 
 def resolve(name_or_path: str | Path, root: Path = Path(".")) -> Path:

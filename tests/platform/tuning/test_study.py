@@ -97,4 +97,12 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
     (tmp_path / "reports" / "example" / "ablation_summary.json").write_text(json.dumps(summary))
     row = render_index([study]).splitlines()[-1]
     assert row == (f"| [example](example/ablation.md) | Does the multi-view f beat the single-view f? | disc-fg/f | 58.3 ± 0.5 | disc-f/f | "
-                   f"55.0 (n=1) | 2 | `skipview study run {path}` |")
+                   "55.0 (n=1) | 2 | `skipview study run example` |")
+
+
+def test_the_committed_index_is_what_the_studies_give(repo):
+    """reports/INDEX.md cannot go stale: it must equal what `skipview study index` writes from the studies."""
+    from skipview.platform.tuning.study import INDEX, STUDIES_DIR
+
+    studies = [load_study(path) for path in sorted(STUDIES_DIR.glob("*.yaml"))]
+    assert INDEX.read_text() == render_index(studies), "run `skipview study index` and commit reports/INDEX.md"
