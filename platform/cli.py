@@ -44,15 +44,21 @@ _options = {"debug": False}
 
 
 @app.callback()
-def options(debug: bool = typer.Option(False, "--debug", help="on an error, print the full traceback")) -> None:
-    _options["debug"] = debug
+def options(debug: bool = typer.Option(False, "--debug", help="on an error, print the full traceback (anywhere "
+                                                              "on the command line)")) -> None:
+    """``run`` has already taken --debug out of the command line; the option is declared for --help."""
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: this process's) and return its exit status."""
     from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
 
-    _options["debug"] = False
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug anywhere before a "--" (after it, the words belong to the command `submit` ships), not only before
+    # the subcommand as click would have it: it is what one appends to a failed command line
+    end = argv.index("--") if "--" in argv else len(argv)
+    _options["debug"] = "--debug" in argv[:end]
+    argv = [word for i, word in enumerate(argv) if i >= end or word != "--debug"]
     try:
         result = app(args=argv, prog_name="skipview", standalone_mode=False)
     except click_errors.NoArgsIsHelpError as shown:

@@ -210,12 +210,14 @@ def neighbours_words(
         matrix, vocab = wordvecs / "vectors.npy", wordvecs / "vocab.tsv"
     if matrix is None or vocab is None:
         raise typer.BadParameter("give --wordvecs DIR, or --matrix FILE.npy with --vocab vocab.tsv")
-    try:
-        found = word_neighbours(Vocab.load(vocab).words, np.load(matrix, mmap_mode="r"), queries, k)
-    except KeyError as error:
-        raise typer.BadParameter(one_line(error)) from error
-    for query, words in found.items():
-        typer.echo(f"{query}: " + ", ".join(f"{w} ({s:.2f})" for w, s in words))
+    table = Vocab.load(vocab)
+    known = [q for q in queries if q in table]
+    if not known:
+        raise typer.BadParameter(f"none of {', '.join(queries)} is in the word table {vocab}")
+    found = word_neighbours(table.words, np.load(matrix, mmap_mode="r"), known, k)
+    for query in queries:      # a word the table lacks is said on its own line; the others still get answers
+        typer.echo(f"{query}: " + (", ".join(f"{w} ({s:.2f})" for w, s in found[query]) if query in found
+                                   else "not in the word table"))
 
 
 def tsne(

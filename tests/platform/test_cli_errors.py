@@ -45,6 +45,8 @@ def test_a_missing_model_directory_is_one_line_and_debug_shows_the_traceback(tmp
     assert str(tmp_path / "nope") in line and "--debug" in line
     with pytest.raises(FileNotFoundError):
         run(["--debug", *args])
+    with pytest.raises(FileNotFoundError):          # appended to the failed command line, as one does
+        run([*args, "--debug"])
 
 
 def test_an_unknown_option_is_a_usage_error_in_one_line(capsys):

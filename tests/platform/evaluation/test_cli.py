@@ -65,6 +65,13 @@ def test_word_neighbours(tiny_wordvecs):
     result = runner.invoke(app, ["neighbours", "words", "cat", "--wordvecs", str(tiny_wordvecs), "--k", "2"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("cat: dog (")  # dog (0.9, 0.1, 0) is cat's nearest
+    # one unknown word among the queries is named, and the others are still answered
+    result = runner.invoke(app, ["neighbours", "words", "zebra", "cat", "--wordvecs", str(tiny_wordvecs)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "zebra: not in the word table"
+    assert result.output.splitlines()[1].startswith("cat: dog (")
+    result = runner.invoke(app, ["neighbours", "words", "zebra", "--wordvecs", str(tiny_wordvecs)])
+    assert result.exit_code != 0 and "none of zebra is in the word table" in result.output
 
 
 def test_tsne_writes_png(tmp_path, tiny_wordvecs):
