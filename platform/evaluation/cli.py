@@ -7,9 +7,7 @@ top-PC removal for ``sif``; uSIF-weighted unit vectors with five components remo
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -17,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from skipview.platform.errors import one_line
+from skipview.platform.files import write_json_aside
 
 ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
 BaselineOpt = Annotated[Optional[str], typer.Option(
@@ -113,14 +112,6 @@ class ProtocolName(str, Enum):
     fast = "fast"
 
 
-def _write_json(path: Path, payload: dict) -> None:
-    """Write aside, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, path)
-
-
 def evaluate(
     model: ModelOpt = None, baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None, pc_corpus: PcCorpusOpt = None,
     component_fit: ComponentFitOpt = ComponentFitName.subset, view: ViewOpt = "ensemble", sif_a: SifAOpt = 1e-3,
@@ -162,7 +153,7 @@ def evaluate(
         result.update(usif_n=usif_n, usif_normalise=usif_normalise.value)
     Console().print(metrics_table({result["encoder"]: result["metrics"]}))
     if output is not None:
-        _write_json(output, result)
+        write_json_aside(output, result)
         typer.echo(f"metrics written to {output}")
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from skipview.platform.evaluation.datasets import Pairs, TaskData
 from skipview.platform.evaluation.encoding import Encoder, encode_many
+from skipview.platform.files import write_aside
 
 
 def task_points(data: TaskData, encoder: Encoder, split: str, limit: int, seed: int
@@ -52,9 +53,8 @@ def plot_tsne(vectors: np.ndarray, labels: np.ndarray, output: str | os.PathLike
     ax.set_xticks([])
     ax.set_yticks([])
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(f".{output.name}.partial.png")
-    fig.savefig(partial, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(partial, output)
+    try:
+        write_aside(output, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png"))
+    finally:
+        plt.close(fig)
     return output

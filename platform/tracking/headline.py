@@ -14,10 +14,11 @@ metrics are the small files written here, with short keys shared across rows so 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from skipview.platform.files import write_json_aside
 
 
 def corpus(prepare: dict[str, Any], wordvecs: dict[str, Any]) -> dict[str, Any]:
@@ -49,10 +50,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {' '.join(map(str, sources))}: not the expected record ({type(error).__name__}: {error})",
               file=sys.stderr)
         return 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    partial.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, out)
+    write_json_aside(out, record)
     return 0
 
 

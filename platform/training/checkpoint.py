@@ -16,7 +16,6 @@ warning naming each one it skipped: a run loses the steps since the previous che
 from __future__ import annotations
 
 import logging
-import os
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from skipview.platform.files import write_aside
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,7 @@ def rng_file(rank: int) -> str:
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
-    partial = path.with_name(path.name + ".partial")
-    torch.save(obj, partial)
-    os.replace(partial, path)
+    write_aside(path, lambda tmp: torch.save(obj, tmp))
 
 
 def rng_states() -> dict[str, Any]:

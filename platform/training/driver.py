@@ -9,7 +9,6 @@ clear error, and copies the final model directory out of the last checkpoint.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -21,6 +20,7 @@ from typing import Any
 
 from skipview.models.directories import swap_in
 from skipview.platform.cluster.auth import ensure_private_token
+from skipview.platform.files import write_json_aside
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
 from skipview.platform.training.loop import Diverged, check_precision, train_loop_per_worker
@@ -275,9 +275,5 @@ def write_metrics(outcome: Outcome, path: Path) -> None:
     from skipview.platform.tracking.lineage import portable_path
 
     checkpoint = portable_path(outcome.checkpoint_path) if outcome.checkpoint_path else None
-    record = {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id, "checkpoint": checkpoint,
-              "metrics": outcome.metrics}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    partial.replace(path)
+    write_json_aside(path, {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id,
+                            "checkpoint": checkpoint, "metrics": outcome.metrics})

@@ -237,7 +237,7 @@ def study_report(study_name: str = typer.Argument(..., metavar="STUDY", help="a 
 def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.md is not what the studies give")
                 ) -> None:
     """Regenerate reports/INDEX.md, one row per study file, from the studies' committed summaries."""
-    from skipview.platform.tuning.files import write_text_aside
+    from skipview.platform.files import write_text_aside
     from skipview.platform.tuning.study import INDEX, STUDIES_DIR, render_index
 
     text = render_index([_load(str(path)) for path in sorted(STUDIES_DIR.glob("*.yaml"))])

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skipview.platform.tuning.files import write_aside, write_text_aside
+from skipview.platform.files import write_aside, write_text_aside
 
 if TYPE_CHECKING:                      # report.py draws these curves, so it imports this module
     from skipview.platform.tuning.report import RunRecord

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from skipview.platform.tracking.lineage import portable_path
-from skipview.platform.tuning.files import write_aside, write_text_aside
+from skipview.platform.files import write_aside, write_text_aside
 from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
                                              TRAIN_PARAMS, Cell, Matrix, metric_key)
 

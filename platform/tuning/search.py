@@ -31,7 +31,7 @@ import yaml
 from skipview.platform.tracking import lineage, store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.tuning.files import write_text_aside
+from skipview.platform.files import write_text_aside
 from skipview.platform.tuning.space import SearchSpace, apply_trial
 
 log = logging.getLogger(__name__)

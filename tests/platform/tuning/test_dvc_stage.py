@@ -37,12 +37,12 @@ def test_dvc_repro_of_the_ablation_stage(tiny_data, toy_senteval, tmp_path):
     assert "Running stage 'reports/dvc.yaml:ablation'" in first
     # the full summary is an output, not a default metric (too wide for the table): it is shown by naming it; the
     # data stages' metrics were never produced here, so DVC may append a warning after the JSON
-    shown = run(DVC + ["metrics", "show", "--json", "reports/ablation_summary.json"], repo, env)
+    shown = run(DVC + ["metrics", "show", "--json", "reports/ablation_smoke/ablation_summary.json"], repo, env)
     metrics, _ = json.JSONDecoder().raw_decode(shown)
-    summary = next(iter(metrics.values()))["data"]["reports/ablation_summary.json"]["data"]
+    summary = next(iter(metrics.values()))["data"]["reports/ablation_smoke/ablation_summary.json"]["data"]
     assert summary["cells"]["gen-invertible"]["seeds"] == 1
     assert summary["cells"]["disc-f"]["f"]["sts_avg"]["n"] == 1
-    assert (repo / "reports" / "ablation.md").read_text().startswith("# Ablation")
+    assert (repo / "reports" / "ablation_smoke" / "ablation.md").read_text().startswith("# Ablation")
     assert (repo / "mlflow.db").is_file()
 
     assert "Running stage" not in run(DVC + stage, repo, env)            # nothing changed: nothing runs
