@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -123,9 +123,11 @@ def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_di
 
 
 def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
-              after_each: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+              after_each: Callable[[], None] | None = None,
+              recorded: Collection[tuple[str, int]] = ()) -> list[dict[str, Any]]:
     """Train and evaluate every planned run not yet recorded; return one record per planned run. ``after_each`` is
-    called once each new run is evaluated (a study file's runner writes the run's record and report then)."""
+    called once each new run is evaluated (a study file's runner writes the run's record and report then);
+    ``recorded``: (cell, seed) pairs whose committed run record already stands for them (trained elsewhere)."""
     if base.senteval_dir is None:
         raise ValueError("the ablation evaluates every model: give the SentEval data directory (--senteval-dir)")
     study = replace(study, tracking_uri=study.tracking_uri or store.tracking_uri())
@@ -138,6 +140,10 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
     planned = plan(matrix, study.seeds, study.references, study.first_seed)
     for index, planned_run in enumerate(planned, 1):
         log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
+        if (planned_run.cell.name, planned_run.seed) in recorded:
+            log.info("%s: its committed run record stands for it; skipped", planned_run.run_name)
+            records.append({"run": planned_run.run_name, "mlflow_run_id": None, "skipped": True})
+            continue
         records.append(_run_one(client, planned_run, base, study, tasks, matrix.columns))
         if after_each is not None and not records[-1]["skipped"]:
             after_each()

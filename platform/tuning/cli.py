@@ -193,7 +193,7 @@ def study_run(
     from skipview.platform.tracking import store
     from skipview.platform.training import driver
     from skipview.platform.tuning.ablation import run_study
-    from skipview.platform.tuning.report import build_report
+    from skipview.platform.tuning.report import build_report, read_records
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     study = _load(study_name)
@@ -215,7 +215,8 @@ def study_run(
         build_report(store.client(), study.name, study.matrix, study.report_dir, references=study.spec.references,
                      records=True)
 
-    records = run_study(matrix, study.base, settings, after_each=report)
+    recorded = {(r.cell, r.seed) for r in read_records(study.report_dir)}
+    records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
     report()
     typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
                f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")
