@@ -202,6 +202,9 @@ def _finish(folder: Path, corpus: PreparedCorpus, vectors: np.ndarray, known: np
         "zero_rows": int((~vectors.any(axis=1)).sum()),
         "settings": settings,
         "tokenizer": corpus.meta["tokenizer"],
+        # fastText trains Hogwild-style on several threads, so two runs with the same settings give different
+        # vectors: this hash is what tells them apart (tracking.lineage fingerprints the vectors by it)
+        "vectors_sha256": hashlib.sha256(np.ascontiguousarray(vectors).tobytes()).hexdigest(),
     }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     log.info("word vectors: dim %d, %d of %d words have a vector (coverage %.4f, %d zero rows incl. specials)",

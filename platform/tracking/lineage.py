@@ -9,6 +9,7 @@ DVC does not track gets the SHA-256 of its ``meta.json`` so two runs on the same
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -53,12 +54,17 @@ def dvc_hash(path: str | Path) -> str | None:
 
 
 def data_fingerprint(path: str | Path) -> str:
-    """``dvc:<md5>`` when DVC tracks ``path``, else ``meta-sha256:<hash of its meta.json>``."""
+    """``dvc:<md5>`` when DVC tracks ``path``; else ``vectors-sha256:<hash>`` for word vectors whose ``meta.json``
+    records the hash of their matrix; else ``meta-sha256:<hash of its meta.json>`` (which tells prepared corpora
+    apart, as they record their input's hash, but not two fastText runs with the same settings)."""
     found = dvc_hash(path)
     if found:
         return f"dvc:{found}"
     meta = Path(path) / "meta.json"
     if meta.is_file():
+        recorded = json.loads(meta.read_text()).get("vectors_sha256")
+        if recorded:
+            return f"vectors-sha256:{recorded}"
         return "meta-sha256:" + hashlib.sha256(meta.read_bytes()).hexdigest()
     return "untracked"
 

@@ -239,13 +239,18 @@ def _check(claim, stats) -> dict[str, Any]:
 
 def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, curves_chart: Path | None = None
                     ) -> str:
-    columns = matrix.columns
+    # a column no run has data for (supervised tasks a study did not evaluate) and a cell with no finished run yet
+    # (named below the table) would only be rows and columns of dashes
+    columns = [c for c in matrix.columns
+               if any(summary.stats[cell.name, view][c.name].n for cell, view in summary.rows)] or matrix.columns
     lines = [f"# Ablation (MLflow experiment `{summary.experiment}`)", "",
              "Paper: multi-view frameworks, Table 6. Each number: mean ± sample std over seeds; per run, a column "
              "is the mean of the metrics listed under *Metrics used* that the run has (×100).", ""]
     header = ["Model", "View", "Seeds", "Train hours", "Sentences seen"] + [c.title for c in columns]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for cell, view in summary.rows:
+        if cell.name in summary.missing:
+            continue
         first = view == next(iter(cell.views))
         cost = summary.cost[cell.name]
         row = [cell.name if first else "", cell.views[view],
@@ -275,7 +280,7 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
         lines.append(f"| {c['better']} | {c['worse']} | {c['column']} | {c['paper']} | {measured} | {difference} "
                      f"| {c['verdict']} |")
     lines += ["", "## Metrics used", ""]
-    for c in columns:
+    for c in matrix.columns:
         found = summary.metrics_used[c.name]
         absent = [m for m in c.metrics if m not in found]
         lines.append(f"- {c.title}: {', '.join(found) or 'none found'}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
@@ -45,6 +46,7 @@ def test_trained_matrix_rows_are_the_model_vectors_of_the_vocab_words(prepared, 
     assert meta["zero_rows"] == len(SPECIALS) and meta["words_without_vector"] == 0
     assert meta["settings"]["buckets"] == 1000
     assert meta["tokenizer"] == json.loads((prepared / "meta.json").read_text())["tokenizer"]
+    assert meta["vectors_sha256"] == hashlib.sha256(vectors.tobytes()).hexdigest()      # tells fastText runs apart
 
 
 def test_every_row_of_the_fasttext_input_matrix_is_initialised(prepared, tmp_path):

@@ -1,5 +1,7 @@
 """Tracking store default, params flattening, one MLflow run per run key, and DVC lineage lookup."""
 
+import json
+
 import pytest
 import yaml
 
@@ -49,6 +51,10 @@ def test_dvc_hash_from_lock_and_fallback(tmp_path):
     data.mkdir(parents=True)
     (data / "meta.json").write_text("{}")
     assert lineage.data_fingerprint(data).startswith("meta-sha256:")
+    vectors = tmp_path / "artifacts" / "wordvecs"          # two fastText runs differ only in their matrix's hash
+    vectors.mkdir()
+    (vectors / "meta.json").write_text(json.dumps({"dim": 3, "vectors_sha256": "ab12"}))
+    assert lineage.data_fingerprint(vectors) == "vectors-sha256:ab12"
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"prepare": {
         "outs": [{"path": "artifacts/prepared", "md5": "0123abcd.dir"}]}}}))
     assert lineage.data_fingerprint(data) == "dvc:0123abcd.dir"
