@@ -11,13 +11,23 @@ from __future__ import annotations
 DEBUG_HINT = "(skipview --debug ... prints the traceback)"
 
 
-def user_error_types() -> tuple[type[BaseException], ...]:
-    # imported here, at the moment of an error: `skipview --help` must not pay for pydantic, yaml and the commands
-    import yaml
+# The project's own user-facing failures live here, where every command's error handling finds them without
+# importing the modules that raise them (which would make this module, imported by every CLI, depend on them).
+class FetchError(RuntimeError):
+    """A corpus or data set that cannot be fetched or does not match its checksums."""
 
-    from skipview.platform.data.fetch import FetchError
-    from skipview.platform.training.checkpoint import CorruptCheckpoint
-    from skipview.platform.training.loop import Diverged
+
+class CorruptCheckpoint(RuntimeError):
+    """A checkpoint file is missing or cannot be loaded (truncated, damaged, or not a plain-data checkpoint)."""
+
+
+class Diverged(RuntimeError):
+    """Training stopped at a non-finite loss or gradient norm."""
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    # yaml is imported here, at the moment of an error: `skipview --help` must not pay for it
+    import yaml
 
     # ValueError covers pydantic's ValidationError and this project's settings, matrix and space errors
     # ConnectionError: a cluster, dashboard or tracking server that does not answer at the address given

@@ -144,7 +144,8 @@ def fetch(
     An archive holding one top-level folder is unpacked to that folder's content.
     """
     _setup_logging()
-    from skipview.platform.data.fetch import FetchError, fetch as fetch_data
+    from skipview.platform.data.fetch import fetch as fetch_data
+    from skipview.platform.errors import FetchError
     from skipview.platform.data.staging import OutputExistsError
 
     try:

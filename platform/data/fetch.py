@@ -31,6 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from skipview.platform.data.staging import staged_directory
+from skipview.platform.errors import FetchError
 
 log = logging.getLogger("skipview.data")
 
@@ -39,8 +40,6 @@ CHECKSUM_FILE = "SHA256SUMS"
 _CHECKSUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")  # sha256sum text and binary modes
 
 
-class FetchError(RuntimeError):
-    pass
 
 
 def resolve_source(source: str, root: str | None = None) -> str:

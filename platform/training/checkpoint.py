@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from skipview.platform.errors import CorruptCheckpoint
 from skipview.platform.files import write_aside
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,6 @@ RNG_GLOB = "rng-rank*.pt"
 SAFE_GLOBALS = [np.zeros(1).__reduce__()[0], np.ndarray, np.dtype, type(np.dtype(np.uint32))]
 
 
-class CorruptCheckpoint(RuntimeError):
-    """A checkpoint file is missing or cannot be loaded (truncated, damaged, or not a plain-data checkpoint)."""
 
 
 @dataclass

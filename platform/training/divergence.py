@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ray.train import UserCallback
 
-from skipview.platform.training.loop import Diverged
+from skipview.platform.errors import Diverged
 
 
 def diverged(error: BaseException | None) -> Diverged | None:

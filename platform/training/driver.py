@@ -23,7 +23,8 @@ from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.files import write_json_aside
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
-from skipview.platform.training.loop import Diverged, check_precision, train_loop_per_worker
+from skipview.platform.errors import Diverged
+from skipview.platform.training.loop import check_precision, train_loop_per_worker
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"

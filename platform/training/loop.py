@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 
 from skipview.models.views import MODES, Mode
+from skipview.platform.errors import Diverged
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import TrainSettings
 from skipview.platform.training.objectives import build
@@ -47,8 +48,6 @@ CORRUPT_TAG = "skipview.skipped_corrupt_checkpoints"
 NODES_TAG = "skipview.worker_nodes"
 
 
-class Diverged(RuntimeError):
-    pass
 
 
 def schedule_factor(step: int, settings: TrainSettings) -> float:

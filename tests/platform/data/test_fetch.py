@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from skipview.platform.data.fetch import FetchError, fetch, resolve_source
+from skipview.platform.data.fetch import fetch, resolve_source
+from skipview.platform.errors import FetchError
 
 
 def corpus_with_sums(folder: Path) -> Path:

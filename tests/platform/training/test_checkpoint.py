@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from skipview.platform.errors import CorruptCheckpoint
 from skipview.platform.training import checkpoint as ckpt
 
 
@@ -68,7 +69,7 @@ def test_truncated_state_is_reported_as_corrupt_with_its_file(tmp_path):
     write_checkpoint(tmp_path, 4)
     data = (tmp_path / ckpt.STATE_FILE).read_bytes()
     (tmp_path / ckpt.STATE_FILE).write_bytes(data[: len(data) // 2])
-    with pytest.raises(ckpt.CorruptCheckpoint, match=str(tmp_path / ckpt.STATE_FILE)):
+    with pytest.raises(CorruptCheckpoint, match=str(tmp_path / ckpt.STATE_FILE)):
         ckpt.load(tmp_path, rank=0, map_location=torch.device("cpu"))
 
 
@@ -86,7 +87,7 @@ def test_a_state_file_that_would_run_code_is_refused(tmp_path):
     write_checkpoint(tmp_path, 4)
     target = tmp_path / "owned"
     torch.save({"progress": {}, "model": Payload(target)}, tmp_path / ckpt.STATE_FILE)
-    with pytest.raises(ckpt.CorruptCheckpoint, match="Weights only load failed|Unsupported"):
+    with pytest.raises(CorruptCheckpoint, match="Weights only load failed|Unsupported"):
         ckpt.load(tmp_path, rank=0, map_location=torch.device("cpu"))
     assert not target.exists()
 
@@ -103,5 +104,5 @@ def test_restore_skips_a_corrupt_newest_checkpoint_and_says_which(tmp_path, capl
     assert f"checkpoint {newer} cannot be loaded" in caplog.text
 
     (older / ckpt.STATE_FILE).unlink()
-    with pytest.raises(ckpt.CorruptCheckpoint, match="no registered checkpoint of this run can be loaded"):
+    with pytest.raises(CorruptCheckpoint, match="no registered checkpoint of this run can be loaded"):
         ckpt.restore(candidates, rank=0, map_location=torch.device("cpu"))

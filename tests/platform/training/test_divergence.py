@@ -4,7 +4,7 @@ import pytest
 from ray.train import ControllerError, WorkerGroupError
 
 from skipview.platform.training.divergence import FailOnDivergence, diverged
-from skipview.platform.training.loop import Diverged
+from skipview.platform.errors import Diverged
 
 
 def test_the_divergence_is_found_inside_rays_errors():

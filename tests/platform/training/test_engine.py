@@ -18,7 +18,8 @@ from skipview.models.encoder import SentenceEncoder
 from skipview.platform.tracking import store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
-from skipview.platform.training.loop import CORRUPT_TAG, Diverged
+from skipview.platform.errors import Diverged
+from skipview.platform.training.loop import CORRUPT_TAG
 
 STEPS, CHECKPOINT_EVERY = 12, 4
 

@@ -12,8 +12,9 @@ import torch
 
 from skipview.models.batching import PairBatch, Sentences
 from skipview.models.objective import ObjectiveOutput
+from skipview.platform.errors import Diverged
 from skipview.platform.tracking import store
-from skipview.platform.training.loop import (DIVERGED_TAG, Diverged, Tracker, Window, autocast_dtype,
+from skipview.platform.training.loop import (DIVERGED_TAG, Tracker, Window, autocast_dtype,
                                              close_window)
 
 BATCH = PairBatch(Sentences.from_arrays([np.array([4, 5, 6]), np.array([7])]), Sentences.from_arrays([np.array([8])]))
