@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from skipview.platform.tracking import store
+from skipview.platform.tracking.lineage import lineage_tags
 from skipview.platform.training import driver
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
 from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
@@ -232,6 +233,17 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
             raise ValueError(f"--warm-start {study}: {key} {new} does not extend {source}'s {old}")
 
 
+def logged_hours(client, run_id: str) -> float:
+    """Wall time from the run's first logged training step to its last, over every attempt: a run resumed after
+    its process died (a killed session, a failed evaluation) trained for longer than its last attempt took. It
+    includes any pause between attempts, so it is an upper bound of the training time."""
+    history = client.get_metric_history(run_id, "loss")
+    if len(history) < 2:
+        return 0.0
+    stamps = [m.timestamp for m in history]
+    return (max(stamps) - min(stamps)) / 3.6e6
+
+
 def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
     """One number per report column (``summary/sts_avg``, ``summary/binary_avg``, ...) for the run's summary view:
     what the MLflow compare view plots against the identity params. Namespaced: a column named like one of the
@@ -272,14 +284,13 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
     if cell.combine is not None:
         encoder, metrics = _combined_parts(client, study, cell, planned.seed)
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
-                                   params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine}, tags=planned.tags)
+                                   params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine},
+                                   tags={**lineage_tags(base.corpus, base.wordvecs), **planned.tags})
     elif cell.baseline is not None:
         from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
-        from skipview.platform.tracking.lineage import lineage_tags
-
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
                                    params={**planned.identity, "reference.baseline": cell.baseline,
                                            "reference.wordvecs": base.wordvecs},
@@ -300,7 +311,9 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
             warm_start(client, source, Path(driver.storage_root(study.storage)) / run.name, run_id)
         start = time.perf_counter()
         outcome = driver.train(settings, run)
-        hours = (source.hours if source else 0.0) + (time.perf_counter() - start) / 3600
+        took = (time.perf_counter() - start) / 3600
+        # a warm-started run's history begins with its source's curves, whose training time is source.hours
+        hours = source.hours + took if source else max(took, logged_hours(client, run_id))
         from skipview.models.encoder import SentenceEncoder
 
         encoder = SentenceEncoder.load(outcome.model_dir)
