@@ -14,7 +14,9 @@ The pooling rows are NOT the paper's model (its g pools with the plain mean): ea
 Writes OUT.json (every task's score) and OUT.md (the table, with the gap to uSIF).
 
     python scripts/usif_levers.py --wordvecs data/novels_news/wordvecs --senteval-dir data/senteval/downstream \
-        --model seed0=runs/table6_trained/models/disc-fg-seed0 --out reports/table6_trained/usif_levers
+        --model fg-seed0=runs/table6_trained/models/disc-fg-seed0 \
+        --model f+g-seed0=runs/table6_trained/models/disc-f-seed0+runs/table6_trained/models/disc-g-seed0 \
+        --out reports/table6_trained/usif_levers
 """
 
 from __future__ import annotations
@@ -41,6 +43,19 @@ FIT = "subset"
 def g_reading(model: SentenceEncoder, vectors: np.ndarray) -> SentenceEncoder:
     """The model's g view over another word-vector matrix (same vocabulary)."""
     return SentenceEncoder({"g": model.views["g"]}, model.vocab, model.tokenizer, vectors, max_len=model.max_len)
+
+
+def load(spec: str) -> SentenceEncoder:
+    """A model directory, or ``F_DIR+G_DIR``: the f view of one model with the g view of another (Table 6's
+    ensemble of two single-view models), over the word vectors both were trained on."""
+    if "+" not in spec:
+        return SentenceEncoder.load(spec)
+    f_dir, g_dir = spec.split("+")
+    f_model, g_model = SentenceEncoder.load(f_dir), SentenceEncoder.load(g_dir)
+    if f_model.vocab.words != g_model.vocab.words:
+        raise ValueError(f"{f_dir} and {g_dir} were trained on different vocabularies")
+    return SentenceEncoder({"f": f_model.views["f"], "g": g_model.views["g"]}, f_model.vocab, f_model.tokenizer,
+                           f_model.word_vectors, max_len=f_model.max_len)
 
 
 def rows_for(model: SentenceEncoder, components: int) -> dict[str, object]:
@@ -70,7 +85,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wordvecs", type=Path, required=True, help="the vectors the models were trained on")
     parser.add_argument("--senteval-dir", type=Path, required=True)
-    parser.add_argument("--model", action="append", required=True, help="NAME=DIR of a trained model (repeatable)")
+    parser.add_argument("--model", action="append", required=True,
+                        help="NAME=DIR of a trained model, or NAME=F_DIR+G_DIR: f of one model, g of another "
+                             "(repeatable)")
     parser.add_argument("--components", type=int, default=5, help="m of the piecewise rows (uSIF: 5)")
     parser.add_argument("--out", type=Path, required=True, help="output path without extension")
     args = parser.parse_args()
@@ -82,30 +99,28 @@ def main() -> None:
                       for name in ("sif", "usif")}}
     for item in args.model:
         name, _, directory = item.partition("=")
-        model = SentenceEncoder.load(directory)
+        model = load(directory)
         results[name] = {}
         for row, encoder in rows_for(model, args.components).items():
             start = time.perf_counter()
             results[name][row] = score(encoder, args.senteval_dir)
-            print(f"{name} {row:36s} {results[name][row]['mean']:.2f} ({time.perf_counter() - start:.0f} s)", flush=True)
+            seconds = time.perf_counter() - start
+            print(f"{name} {row:36s} {results[name][row]['mean']:.2f} ({seconds:.0f} s)", flush=True)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps({"fit": FIT, "wordvecs": str(args.wordvecs),
                                                          "components": args.components, "results": results},
                                                         indent=1) + "\n")
     usif = results["baselines"]["usif"]["mean"]
-    models = [name for name in results if name != "baselines"]
-    lines = [f"| row | {' | '.join(models)} | mean | − uSIF | " + " | ".join(TASKS) + " |",
-             "|---" * (len(models) + 3 + len(TASKS)) + "|"]
-    for row in results[models[0]]:
-        per_model = [results[m][row]["mean"] for m in models]
-        mean = statistics.fmean(per_model)
-        tasks = [statistics.fmean(results[m][row][t] for m in models) for t in TASKS]
-        lines.append(f"| {row} | " + " | ".join(f"{v:.2f}" for v in per_model) + f" | {mean:.2f} | {mean - usif:+.2f} | "
-                     + " | ".join(f"{v:.1f}" for v in tasks) + " |")
-    for name, scores in results["baselines"].items():
-        lines.append(f"| {name} (no training) | " + " | ".join("" for _ in models) + f" | {scores['mean']:.2f} | "
-                     f"{scores['mean'] - usif:+.2f} | " + " | ".join(f"{scores[t]:.1f}" for t in TASKS) + " |")
+    header = ["| row | mean | − uSIF | " + " | ".join(TASKS) + " |", "|---" * (3 + len(TASKS)) + "|"]
+
+    def line(row: str, scores: dict[str, float]) -> str:
+        return (f"| {row} | {scores['mean']:.2f} | {scores['mean'] - usif:+.2f} | "
+                + " | ".join(f"{scores[t]:.1f}" for t in TASKS) + " |")
+
+    lines = []
+    for name, rows in results.items():
+        lines += [f"### {name}", "", *header, *(line(row, scores) for row, scores in rows.items()), ""]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
