@@ -2,11 +2,14 @@
 
 Every ``skipview data`` command builds its result in a sibling folder ``.<name>.partial-<pid>`` (same file system,
 so the final ``rename`` is atomic) and only moves it to the requested path once everything in it is complete. On any
-error the partial folder is removed and an existing output is left untouched.
+error the partial folder is removed and an existing output is left untouched. A process killed outright (SIGKILL,
+a machine that went down) cannot clean up; the next command for the same output removes the partial folders whose
+process no longer runs.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 from collections.abc import Iterator
@@ -26,6 +29,7 @@ def staged_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]
     if out.exists() and not overwrite:
         raise OutputExistsError(f"{out} already exists (pass --overwrite to replace it)")
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(out)
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
@@ -36,3 +40,24 @@ def staged_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]
         raise
     # Keep the old output until the new one is complete, then swap: at every instant `out` is the old or the new.
     swap_in(partial, out)
+
+
+def remove_abandoned(out: Path) -> list[Path]:
+    """Remove the partial folders of ``out`` left by processes that are gone; a running one's is kept."""
+    removed = []
+    for partial in out.parent.glob(f".{glob.escape(out.name)}.partial-*"):
+        pid = partial.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(partial, ignore_errors=True)
+            removed.append(partial)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:         # another user's process: running
+        return True
+    return True
