@@ -310,7 +310,8 @@ def summary_json(summary: Summary) -> dict[str, Any]:
 
 def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
     """Grouped bars: one panel per column that has data, one group per cell, one bar per view (seed std as error
-    bar)."""
+    bar). Each panel's axis starts a little below its lowest bar, not at 0: the differences a study is about are a
+    point or two on scores of 50-70, invisible on a 0-70 axis."""
     import matplotlib
 
     matplotlib.use("Agg")                      # no display on servers and CI
@@ -326,6 +327,7 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
                              squeeze=False)
     width = 0.8 / len(slots)
     for ax, column in zip(axes[:, 0], columns):
+        shown: list[float] = []
         for i, slot in enumerate(slots):
             xs, means, errors = [], [], []
             for x, cell in enumerate(cells):
@@ -337,6 +339,9 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
                     means.append(stat.mean)
                     errors.append(stat.std or 0.0)
             ax.bar(xs, means, width, yerr=errors, capsize=2, label=slot)
+            shown += means
+        low, high = min(shown), max(shown)
+        ax.set_ylim(max(0.0, low - 0.1 * (high - low) - 1), high + 0.1 * (high - low) + 1)
         ax.set_title(column.title, fontsize=9)
         ax.set_xticks(range(len(cells)), [c.name for c in cells], rotation=20, ha="right", rotation_mode="anchor",
                       fontsize=8)
