@@ -43,16 +43,22 @@ class RunRecord:
         return f"{self.cell}-seed{self.seed}.json"
 
     def as_json(self) -> dict[str, Any]:
+        """The committed record: absolute paths (a run's corpus, vectors, SentEval folder) relative to their
+        repository, so it does not carry the layout of the machine that trained the run."""
         return {"run_id": self.run_id, "cell": self.cell, "seed": self.seed, "start_time": self.start_time,
-                "metrics": dict(sorted(self.metrics.items())), "params": dict(sorted(self.params.items())),
+                "metrics": dict(sorted(self.metrics.items())), "params": _portable(self.params),
                 "curves": {k: [list(p) for p in v] for k, v in sorted(self.curves.items())},
-                "lineage": dict(sorted(self.lineage.items()))}
+                "lineage": _portable(self.lineage)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "RunRecord":
         return cls(data["run_id"], data["cell"], int(data["seed"]), int(data["start_time"]), data["metrics"],
                    data["params"], {k: [(int(s), float(v)) for s, v in points] for k, points in data["curves"].items()},
                    data.get("lineage", {}))
+
+
+def _portable(values: Mapping[str, str]) -> dict[str, str]:
+    return {k: portable_path(v) if Path(v).is_absolute() else v for k, v in sorted(values.items())}
 
 
 RECORDS = "runs"        # the report directory's folder of committed run records
@@ -209,8 +215,9 @@ def _common_params(runs: list[RunRecord]) -> dict[str, str]:
     if not runs:
         return {}
     first, prefix = runs[0].params, f"{TRAIN_PARAMS}."
-    return {k[len(prefix):]: portable_path(v) if Path(v).is_absolute() else v for k, v in sorted(first.items())
-            if k.startswith(prefix) and all(r.params.get(k) == v for r in runs[1:])}
+    shared = {k[len(prefix):]: v for k, v in first.items()
+              if k.startswith(prefix) and all(r.params.get(k) == v for r in runs[1:])}
+    return _portable(shared)
 
 
 def _check(claim, stats) -> dict[str, Any]:
@@ -368,9 +375,9 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
         if not records:
             raise
         tracked = []
-    if records:
+    if records:                 # the committed records then hold every run, in one (portable) form
         write_records(tracked, out_dir)
-    runs = latest([*read_records(out_dir), *tracked]) if records else tracked
+    runs = latest(read_records(out_dir)) if records else tracked
     if not runs:
         raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")
     summary = summarise(matrix, runs, experiment, references)

@@ -146,8 +146,9 @@ def test_a_study_report_keeps_every_run_in_committed_records_and_rebuilds_from_t
     records = sorted(p.name for p in (out / "runs").glob("*.json"))
     assert records == ["disc-f-seed0.json", "disc-fg-seed0.json", "disc-fg-seed1.json", "disc-fg-seed2.json",
                        "gen-invertible-seed0.json", "gen-invertible-seed1.json", "gen-invertible-seed2.json"]
-    assert json.loads((out / "runs" / "disc-fg-seed1.json").read_text())["curves"]["sts14"] == [
-        [step, curve("sts14", step, 1)] for step in (0, 5, 10)]
+    record = json.loads((out / "runs" / "disc-fg-seed1.json").read_text())
+    assert record["curves"]["sts14"] == [[step, curve("sts14", step, 1)] for step in (0, 5, 10)]
+    assert record["params"]["train.corpus"] == "data/novels/prepared"      # not the machine's absolute path
     (out / "ablation_summary.json").unlink()
     # another machine: an MLflow store with none of these runs; the report comes back whole from the records
     from mlflow.tracking import MlflowClient
