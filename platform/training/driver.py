@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from skipview.models.directories import swap_in
 from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.files import write_json_aside
-from skipview.platform.training import checkpoint as ckpt
+from skipview.platform.training import checkpoint as ckpt, watchdog
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
 from skipview.platform.errors import Diverged
 from skipview.platform.training.loop import check_precision, train_loop_per_worker
@@ -180,17 +181,48 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     ensure_private_token()          # before ray.init, which would otherwise write it readable by every user
-    before = os.environ.get(STATE_API_ENV)
     # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
-    os.environ[STATE_API_ENV] = f"http://127.0.0.1:{port}"
-    try:
+    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY}), loopback_node_ip():
         ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
                  dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver)
+    watchdog.start(os.getpid())
+
+
+# A local Ray serves one user's run on one machine, so nothing of it should be reachable from the network. Ray 2.60
+# gives its node the machine's address and then binds the GCS, the raylet and the workers to every interface and the
+# dashboard agent to 0.0.0.0 (Ray binds to the node's address only from ray-project/ray#59852, 2026). Ray picks the
+# loopback address as the node's address where clusters are off (its default on macOS and Windows,
+# ray-project/ray#24130), and every process then listens on 127.0.0.1 only: the switch is this variable, which Ray's
+# processes read when they start, and the constant the driver read when it imported Ray.
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+@contextmanager
+def environment(variables: dict[str, str]):
+    """``variables`` set in this process's environment for the block, then the caller's values back."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
     finally:
-        if before is None:
-            os.environ.pop(STATE_API_ENV)
-        else:
-            os.environ[STATE_API_ENV] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def loopback_node_ip():
+    """The driver's own choice of node address (read by ``ray.init`` from a constant set when Ray was imported)."""
+    from ray._private import ray_constants
+
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 def check_local_resources(workers: int, cpus_per_worker: float, gpus_per_worker: float, address: str | None) -> None:
