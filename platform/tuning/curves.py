@@ -4,11 +4,15 @@ A table says where the models ended; when a direction comes out reversed, the fi
 learned, whether the learned temperature settled, and whether a two-view model's views came to agree. Those are
 the training loop's MLflow metrics (STS14 of the ensemble and of each view at every checkpoint, the objective's
 temperature and mean cosines at every log step); this module averages them over a cell's seeds, step by step, and
-draws one panel per question (``ablation_curves.png``, numbers in ``ablation_curves.json``).
+draws one panel per question (``ablation_curves.png``, numbers in ``ablation_curves.json``). STS14 per cell and view
+is also written flat (``sts14_curves.csv``: step, cell, view, sts14), the form ``dvc plots show`` and ``dvc plots
+diff`` draw (the study stage declares it, with the template ``.dvc/plots/study_curves.json``).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import statistics
 from collections import defaultdict
@@ -95,13 +99,29 @@ def _matches(key: str, keys: tuple[str, ...]) -> bool:
     return key in keys or ("sts14/*" in keys and key.startswith("sts14/"))
 
 
+def sts14_csv(curves: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """STS14 during training as one row per (step, cell, view), the seeds' mean unsmoothed: a table DVC's plots read
+    (a JSON of nested series is not), so a study's curves can be compared across commits with ``dvc plots diff``."""
+    out = io.StringIO()
+    rows = csv.writer(out, lineterminator="\n")
+    rows.writerow(["step", "cell", "view", "sts14"])
+    for cell, by_key in sorted(curves.items()):
+        for key, curve in sorted(by_key.items()):
+            if _matches(key, ("sts14", "sts14/*")):
+                view = key.partition("/")[2] or "ensemble"
+                rows.writerows([step, cell, view, round(value, 4)] for step, value in zip(curve["steps"], curve["mean"]))
+    return out.getvalue()
+
+
 def build_curves(runs: list[RunRecord], out_dir: Path) -> dict[str, Path] | None:
-    """Write ``ablation_curves.png`` and ``.json`` under ``out_dir`` (None when no run logged a curve, e.g. a
-    study of baselines only)."""
+    """Write ``ablation_curves.png``, ``.json`` and ``sts14_curves.csv`` under ``out_dir`` (None when no run logged
+    a curve, e.g. a study of baselines only)."""
     curves = seed_means(runs)
     if not any(curves.values()):
         return None
-    paths = {"curves_chart": out_dir / "ablation_curves.png", "curves": out_dir / "ablation_curves.json"}
+    paths = {"curves_chart": out_dir / "ablation_curves.png", "curves": out_dir / "ablation_curves.json",
+             "curves_table": out_dir / "sts14_curves.csv"}
     render(curves, paths["curves_chart"])
     write_text_aside(paths["curves"], json.dumps(curves, indent=1, sort_keys=True) + "\n")
+    write_text_aside(paths["curves_table"], sts14_csv(curves))
     return paths

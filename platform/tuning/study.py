@@ -14,7 +14,8 @@ Keys of a study file (every one is checked; an unknown or bad key is an error na
 ``cell_settings``   per cell, dotted overrides of that cell's training settings (a generative cell at the
                     generative search's batch size and rate while the discriminative cells keep theirs).
 ``seeds``, ``references``, ``tasks``, ``protocol``, ``component_fit``, ``workers``, ``cpus_per_worker``,
-``gpus_per_worker``, ``warm_start``: as the ``skipview ablation`` options of the same names.
+``gpus_per_worker``: as the ``skipview ablation`` options of the same names.
+``warm_start``      the study (a file beside this one) whose runs of the same cells and seeds this one continues.
 ``headline``        the row and the baseline the index quotes (``cell/view`` each) and the column.
 
 The study's name is the file's stem: the prefix of its Train runs under ``runs/``, its MLflow experiment (so
@@ -102,6 +103,16 @@ class Study:
     def command(self) -> str:
         return f"skipview study run {self.name}"
 
+    @property
+    def upstream(self) -> Path:
+        """The one file this study reads besides its own file, the data and the code, whose change must retrain it:
+        the report of the study it continues, else its base config (a search's best settings), else its matrix. DVC
+        cannot derive a stage's dependencies from the study file, so params.yaml names it (`studies.<name>.after`)
+        and a test holds the two equal; through it ``dvc repro`` runs the search or the shorter study first."""
+        if self.spec.warm_start:
+            return REPORTS / self.spec.warm_start / "ablation_summary.json"
+        return Path(self.spec.config or self.spec.matrix)
+
 
 def resolve(name_or_path: str | Path, root: Path = Path(".")) -> Path:
     """``table6_trained``, ``studies/table6_trained.yaml`` or any path to a study file."""
@@ -124,6 +135,9 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
     def fail(at: tuple[str, ...], why: str) -> StudyError:
         return StudyError(describe(path, lines, [(at, why)]))
 
+    if spec.warm_start and not (path.parent / f"{spec.warm_start}.yaml").is_file():
+        raise fail(("warm_start",), f"no study file {spec.warm_start}.yaml beside this one: a study continues "
+                                    f"another study's runs")
     try:
         matrix = load_matrix(spec.matrix)
         if spec.cells:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import statistics
 import zlib
@@ -113,6 +114,12 @@ def test_report_from_mlflow_runs(store, tmp_path):
         assert curves["disc-fg"][key]["mean"] == pytest.approx([curve(key, step, 1) for step in (0, 5, 10)])
     assert paths["curves_chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![training curves](ablation_curves.png)" in text
+    # the table DVC's plots draw: STS14 per step, cell and view (the ensemble and f here; not the temperature)
+    table = list(csv.DictReader(paths["curves_table"].read_text().splitlines()))
+    assert [(r["step"], r["cell"], r["view"]) for r in table] == [
+        (str(step), "disc-fg", view) for view in ("ensemble", "f") for step in (0, 5, 10)]
+    assert [float(r["sts14"]) for r in table] == pytest.approx(
+        [curve(key, step, 1) for key in ("sts14", "sts14/f") for step in (0, 5, 10)], abs=1e-4)
     assert not list((tmp_path / "reports").glob(".*.partial*"))
 
 

@@ -62,6 +62,7 @@ def test_a_study_types_its_cells_settings(repo, tmp_path):
     (("  gen-invertible: {", "  gen-invertibl: {"), 7, "not a trained cell of this study"),
     (("objective_settings.negatives: 2", "objective_settings.negatives: -1"), 7, "gen-invertible: negatives"),
     (("cells: [disc-fg,", "cells: [disc-fx,"), 5, "no row named disc-fx"),
+    (("seeds: 2", "seeds: 2\nwarm_start: example_e0"), 9, "warm_start: no study file example_e0.yaml"),
     (("protocol", "protocol"), None, None),
 ])
 def test_a_bad_study_is_one_error_naming_file_line_and_key(repo, tmp_path, change, line, message):
@@ -74,6 +75,25 @@ def test_a_bad_study_is_one_error_naming_file_line_and_key(repo, tmp_path, chang
         load_study(path)
     text = str(error.value)
     assert text.startswith(f"{path}:{line}: ") and message in text and "\n" not in text
+
+
+def test_a_study_continues_a_study_file_beside_it_and_follows_its_report(repo, tmp_path):
+    (tmp_path / "short.yaml").write_text(GOOD)
+    (tmp_path / "long.yaml").write_text(GOOD.replace("seeds: 2", "seeds: 2\nwarm_start: short"))
+    assert load_study(tmp_path / "long.yaml").upstream == Path("reports/short/ablation_summary.json")
+    assert load_study(tmp_path / "short.yaml").upstream == Path("reports/tune_sif_claim/best_config.yaml")
+    (tmp_path / "plain.yaml").write_text(GOOD.replace("config: reports/tune_sif_claim/best_config.yaml\n", ""))
+    assert load_study(tmp_path / "plain.yaml").upstream == Path("platform/tuning/ablation.yaml")
+
+
+def test_params_yaml_gives_each_study_stage_its_study_files_corpus_and_upstream(repo):
+    """DVC cannot read a study file: `studies` in params.yaml restates each study's corpus and the input it follows
+    (`after`) for the study@<name> stage. They must be the study file's, and every study file must have its stage."""
+    import yaml
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())["studies"]
+    studies = {p.stem: load_study(p) for p in sorted((REPO / "studies").glob("*.yaml"))}
+    assert params == {name: {"corpus": s.spec.corpus, "after": s.upstream.as_posix()} for name, s in studies.items()}
 
 
 def test_resolve_finds_a_study_by_name_and_lists_the_known_ones(tmp_path):
