@@ -33,6 +33,9 @@ class GenerativeConfig(ObjectiveConfig):
     noise_power: float = Field(0.75, description="negatives ~ unigram count ** noise_power")
     invertible: bool = Field(True, description="apply the invertibility update after every step (false: ablation)")
     beta: float = Field(0.01, gt=0, description="step size of the invertibility update")
+    target_subsample: float = Field(0.0, ge=0, description=(
+        "t of word2vec's frequent-word subsampling applied to the predicted words: each target word w weighted by "
+        "min(1, sqrt(t / p(w))) (0: off, the paper's objective; word2vec uses 1e-5 to 1e-3)"))
 
 
 def noise_distribution(counts: np.ndarray, has_vector: np.ndarray, power: float) -> torch.Tensor:
@@ -42,6 +45,19 @@ def noise_distribution(counts: np.ndarray, has_vector: np.ndarray, power: float)
     if weights.sum() <= 0:
         raise ValueError("no word has both a positive count and a word vector: cannot draw negative samples")
     return torch.from_numpy(weights / weights.sum())
+
+
+def target_weights(counts: np.ndarray, has_vector: np.ndarray, subsample: float) -> torch.Tensor:
+    """How much each word counts as a word to predict: 0 without a word vector (log sigma(0) whatever x is), else 1,
+    or with ``subsample`` = t > 0 min(1, sqrt(t / p(w))), word2vec's probability of keeping w (Mikolov et al. 2013,
+    eq. 5) as an expected weight rather than a random draw. Not in the paper: an option to test whether the
+    frequent words' share of the targets is what stops f learning (reports/table6_trained/)."""
+    weights = np.asarray(has_vector, dtype=np.float64)
+    if subsample > 0:
+        counts = np.asarray(counts, dtype=np.float64) * weights
+        p = counts / counts.sum()
+        weights = weights * np.minimum(1.0, np.sqrt(subsample / np.maximum(p, 1e-300)))
+    return torch.from_numpy(weights).float()
 
 
 def invertibility_update(decoder: torch.Tensor, beta: float) -> None:
@@ -63,7 +79,9 @@ class GenerativeObjective(Objective):
         has_vector = vectors.abs().sum(dim=1) > 0
         # constant buffers (rebuilt from vocab + vectors.npy, so not in checkpoints)
         self.register_buffer("word_vectors", vectors, persistent=False)
-        self.register_buffer("has_vector", has_vector, persistent=False)
+        # each target word's weight in the loss (0 for words without a vector, see target_weights)
+        self.register_buffer("target_weight", target_weights(vocab.counts, has_vector.numpy(), config.target_subsample),
+                             persistent=False)
         # inverse-CDF sampling (searchsorted on uniform draws): unlike torch.multinomial it never validates its
         # input on the host, so drawing negatives cannot force a GPU sync; float64 keeps rare words' mass exact
         noise = noise_distribution(vocab.counts, has_vector.numpy(), config.noise_power)
@@ -96,8 +114,7 @@ class GenerativeObjective(Objective):
                                            output_size=words)                                   # (W,)
         first_word = torch.cumsum(targets.lengths, 0) - targets.lengths
         ids = targets.ids[sentence, torch.arange(words, device=device) - first_word[sentence]]  # (W,)
-        # a word with no vector (zero) carries no signal: log sigma(0) whatever x is; leave it out of the average
-        weight = self.has_vector[ids].to(x.dtype)
+        weight = self.target_weight[ids].to(x.dtype)
         x_words = x[sentence]                                                                   # (W, dim)
         positive = (x_words * self.word_vectors[ids].to(x.dtype)).sum(-1)
         # index_select, not word_vectors[ids]: the same gather, which advanced indexing does more slowly on CPU

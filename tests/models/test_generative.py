@@ -19,8 +19,10 @@ def build(topic_corpus, **settings):
                                     word_vectors=topic_corpus.word_vectors)
 
 
-def test_loss_matches_a_loop_over_target_words(topic_corpus):
-    objective = build(topic_corpus, negatives=3)
+@pytest.mark.parametrize("subsample", [0.0, 0.005])
+def test_loss_matches_a_loop_over_target_words(topic_corpus, subsample):
+    """The paper's average over target words, and with word2vec's subsampling of frequent targets as weights."""
+    objective = build(topic_corpus, negatives=3, target_subsample=subsample)
     corpus = topic_corpus.train
     batch = PairBatch(Sentences.from_arrays([corpus.sentence(i) for i in (0, 1, 2)]),
                       Sentences.from_arrays([corpus.sentence(i) for i in (1, 2, 3)]))
@@ -32,7 +34,9 @@ def test_loss_matches_a_loop_over_target_words(topic_corpus):
     torch.manual_seed(7)         # replay the same negative draws: K per real target word, row-major
     negatives = iter(objective.sample_negatives(int(batch.next.lengths.sum()) * 3).view(-1, 3))
     vectors, sigmoid = objective.word_vectors, lambda v: 1 / (1 + math.exp(-v))
-    terms = []
+    counts = {w: int(c) for w, c in enumerate(corpus.vocab.counts) if vectors[w].any()}
+    total = sum(counts.values())
+    terms, weights = [], []
     for i in range(batch.num_sentences):
         for j in range(int(batch.next.lengths[i])):
             word, drawn = int(batch.next.ids[i, j]), next(negatives)
@@ -40,8 +44,12 @@ def test_loss_matches_a_loop_over_target_words(topic_corpus):
                 continue         # a word without a vector is left out of the average
             value = math.log(sigmoid(float(x[i] @ vectors[word])))
             value += sum(math.log(sigmoid(-float(x[i] @ vectors[int(k)]))) for k in drawn)
-            terms.append(-value)
-    assert loss.item() == pytest.approx(sum(terms) / len(terms), rel=1e-5)
+            weight = min(1.0, math.sqrt(subsample / (counts[word] / total))) if subsample else 1.0
+            terms.append(-value * weight)
+            weights.append(weight)
+    if subsample:
+        assert min(weights) < 0.5, "no target word was frequent enough for the subsampling to be tested"
+    assert loss.item() == pytest.approx(sum(terms) / sum(weights), rel=1e-5)
 
 
 def test_negative_sampling_frequencies_follow_unigram_to_the_075(topic_corpus):
