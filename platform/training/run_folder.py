@@ -3,7 +3,8 @@
 Ray Train V2 registers checkpoints in ``checkpoint_manager_snapshot.json``, which it rewrites in place (truncate,
 then write) after every checkpoint: on a full file system the truncation succeeds and the write does not, leaving a
 0-byte snapshot, and every later resume of the run fails with ``CheckpointManagerInitializationError: Expecting
-value: line 1 column 1 (char 0)``, naming no file. ``KeepSnapshot`` copies each snapshot Ray has written whole to
+value: line 1 column 1 (char 0)``, naming no file (``CheckpointManager._write_state_to_storage`` in Ray 2.60; no
+Ray issue found for it as of this writing). ``KeepSnapshot`` copies each snapshot Ray has written whole to
 ``SNAPSHOT_COPY`` (written aside, so a full disk leaves the previous copy), and ``repair`` puts that copy back
 before the run is fitted again. Ray's checkpoint manager writes the snapshot before the user callbacks hear of the
 report, and deletes the checkpoints it no longer keeps only after the write succeeded, so the copy names
