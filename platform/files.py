@@ -44,11 +44,9 @@ def write_json_aside(path: Path, record: object) -> None:
 
 
 def is_full(error: BaseException) -> bool:
-    """Whether ``error`` says the file system had no room. pyarrow (Ray's storage layer) raises a plain OSError
-    whose errno is only in its text ("... [errno 28] No space left on device")."""
-    if not isinstance(error, OSError):
-        return False
-    return error.errno in FULL_ERRNOS or any(os.strerror(code) in str(error) for code in FULL_ERRNOS)
+    """Whether ``error`` says the file system had no room (an OSError from Python's file writes or pyarrow's, Ray's
+    storage layer: ``[Errno 28] Error writing bytes to file``)."""
+    return isinstance(error, OSError) and error.errno in FULL_ERRNOS
 
 
 def size_of(path: Path) -> int:
@@ -68,11 +66,12 @@ def disk_usage(path: Path):
 
 
 def human(size: float) -> str:
-    for unit in ("bytes", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
+    """A byte count as people read it: ``305.5 kB``."""
+    for unit in ("bytes", "kB", "MB"):
+        if size < 1000:
             return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
         size /= 1000
-    raise AssertionError("unreachable")
+    return f"{size:.1f} GB"
 
 
 def storage_full(path: Path, needed: str, hint: str) -> StorageFull:
