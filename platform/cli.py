@@ -9,9 +9,12 @@ traceback instead. Other exceptions are bugs and always keep their traceback.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 
 import typer
+import typer.rich_utils
 
 try:                                    # typer >= 0.2x carries its own copy of click
     from typer._click import exceptions as click_errors
@@ -41,6 +44,19 @@ app.command("ablation")(tuning_cli.ablation)
 app.add_typer(tuning_cli.study_app, name="study")
 
 _options = {"debug": False}
+# Help is sized to the terminal, 80 columns where there is none (a pipe, a log): at 80 the option names leave 18
+# columns for the help, and rich cuts a longer word ("params.yaml:trai…"). At 100 every option's help fits whole.
+HELP_MIN_WIDTH = 100
+
+
+def help_width() -> int | None:
+    """The width help is drawn at: an explicit TERMINAL_WIDTH (typer's) or COLUMNS (None: rich reads it) as
+    given, else the terminal's, at least ``HELP_MIN_WIDTH``."""
+    if os.environ.get("TERMINAL_WIDTH", "").isdigit():
+        return int(os.environ["TERMINAL_WIDTH"])
+    if os.environ.get("COLUMNS"):
+        return None
+    return max(shutil.get_terminal_size().columns, HELP_MIN_WIDTH)
 
 
 @app.callback()
@@ -59,6 +75,7 @@ def run(argv: list[str] | None = None) -> int:
     end = argv.index("--") if "--" in argv else len(argv)
     _options["debug"] = "--debug" in argv[:end]
     argv = [word for i, word in enumerate(argv) if i >= end or word != "--debug"]
+    typer.rich_utils.MAX_WIDTH = help_width()
     try:
         result = app(args=argv, prog_name="skipview", standalone_mode=False)
     except click_errors.NoArgsIsHelpError as shown:

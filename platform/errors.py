@@ -25,6 +25,14 @@ class Diverged(RuntimeError):
     """Training stopped at a non-finite loss or gradient norm."""
 
 
+class ClusterTooSmall(RuntimeError):
+    """The cluster did not give the worker group its resources in the time the run waits for them."""
+
+
+class StorageFull(RuntimeError):
+    """An output does not fit on its file system (no space left, or over a quota or file-size limit)."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     # yaml is imported here, at the moment of an error: `skipview --help` must not pay for it
     import yaml
@@ -32,7 +40,8 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     # ValueError covers pydantic's ValidationError and this project's settings, matrix and space errors
     # ConnectionError: a cluster, dashboard or tracking server that does not answer at the address given
     return (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, FileExistsError, PermissionError,
-            ConnectionError, yaml.YAMLError, FetchError, CorruptCheckpoint, Diverged)
+            ConnectionError, yaml.YAMLError, FetchError, CorruptCheckpoint, Diverged, StorageFull,
+            ClusterTooSmall)
 
 
 def one_line(error: BaseException) -> str:

@@ -20,6 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SHOWN_LINES = 12           # of a long output, the report shows the first lines and the last three
+# The report's hand-written part, kept by `render`: faults in the middle of a run (a full disk, a cluster too
+# small), which need a small file system, a Ray cluster or a training run that these probes do not start
+MANUAL_PART = "\n## Faults in the middle of a run"
 
 
 def fixtures(root: Path) -> dict[str, str]:
@@ -113,11 +116,13 @@ def render(before: Path, after: Path, out: Path) -> None:
         if b:
             sections.append(f"Before (exit {b['exit']}, {b['lines']} lines):\n\n```\n{shown(b['output'])}\n```\n")
         sections.append(f"After (exit {r['exit']}, {r['lines']} lines):\n\n```\n{shown(r['output'])}\n```\n")
+    manual = out.read_text().partition(MANUAL_PART) if out.exists() else ("", "", "")
     out.write_text("# Error messages before and after\n\n"
                    "Made by `python scripts/error_probes.py run` on the code before (b38ca84) and after the change, "
                    "then `render`. `--debug` before the command (`skipview --debug train ...`) still prints the "
                    "traceback. Exit status / lines of output:\n\n"
-                   "| probe | before | after |\n|---|---|---|\n" + "\n".join(rows) + "\n\n" + "\n".join(sections))
+                   "| probe | before | after |\n|---|---|---|\n" + "\n".join(rows) + "\n\n" + "\n".join(sections)
+                   + manual[1] + manual[2])
 
 
 if __name__ == "__main__":

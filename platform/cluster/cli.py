@@ -18,8 +18,8 @@ def submit(
 ) -> None:
     """Run a skipview command on a Ray cluster: skipview submit --address URL -- train --objective gen ...
 
-    The package is shipped as a content-hashed py_modules directory (always the code of this checkout). With
-    RAY_AUTH_MODE=token the token comes from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token.
+    The package is shipped as a content-hashed py_modules directory (always the code of this checkout). The
+    cluster's token is sent from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token.
     """
     from ray.exceptions import AuthenticationError
 
@@ -33,7 +33,8 @@ def submit(
     except ValueError as error:
         raise typer.BadParameter(one_line(error)) from error
     except AuthenticationError as error:                  # no token, or the wrong one: say so, no traceback
-        typer.echo(f"error: {address or 'the cluster'} refused this client: {error.message}", err=True)
+        typer.echo(f"error: {address or 'the cluster'} refused this client: {' '.join(error.message.split())}",
+                   err=True)
         raise typer.Exit(1) from error
     if wait and status != "SUCCEEDED":
         raise typer.Exit(1)

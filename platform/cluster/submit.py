@@ -7,12 +7,14 @@ ran stale code. What works: a ``py_modules`` *directory* ``skipview/{models,plat
 Ray names the uploaded package by a hash of its contents, so every code change is a new package and an
 unchanged one is uploaded once (~12 s per job here).
 
-Token authentication (``RAY_AUTH_MODE=token``): the job client sends the token Ray finds in ``RAY_AUTH_TOKEN``,
-``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``; a cluster with auth on refuses a client without it.
+Token authentication: the job client sends the token Ray finds in ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or
+``~/.ray/auth_token``, whether or not ``RAY_AUTH_MODE=token`` is set (``send_token``); a cluster with auth on refuses
+a client without it ("Missing authentication token") or with another one ("Invalid authentication token").
 """
 
 from __future__ import annotations
 
+import logging
 import shlex
 import tempfile
 import time
@@ -32,6 +34,23 @@ def entrypoint(command: list[str]) -> str:
     return shlex.join(["python", "-m", "skipview.platform.cli", *command])
 
 
+def send_token() -> None:
+    """Make Ray's job client send the token it can find. It sends one only in ``RAY_AUTH_MODE=token``, which
+    ``ray.init`` turns on by itself when a token exists but the job client (and ``ray job submit``) does not: a token
+    in ``~/.ray/auth_token`` was never sent, and a wrong ``RAY_AUTH_TOKEN`` was reported as "Missing". This is the
+    step ``ray.init`` takes (``ray/_private/worker.py``); an explicit ``RAY_AUTH_MODE`` is left as it is."""
+    from ray._private.authentication import authentication_token_setup
+
+    # its "Token authentication is enabled for this Ray cluster" warning is about starting a cluster, not a client
+    setup_log = logging.getLogger(authentication_token_setup.__name__)
+    level = setup_log.level
+    setup_log.setLevel(logging.ERROR)
+    try:
+        authentication_token_setup.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    finally:
+        setup_log.setLevel(level)
+
+
 def submit(command: list[str], *, address: str | None, env: dict[str, str] | None = None,
            wait: bool = True, poll_s: float = 2.0, echo=print) -> tuple[str, str]:
     """Submit ``command`` (skipview arguments); with ``wait`` stream its logs and return its final status."""
@@ -39,6 +58,7 @@ def submit(command: list[str], *, address: str | None, env: dict[str, str] | Non
 
     from skipview.platform.tracking.lineage import git_commit
 
+    send_token()
     client = JobSubmissionClient(address)
     with tempfile.TemporaryDirectory() as scratch:
         package = stage_package(Path(scratch))

@@ -2,9 +2,10 @@
 
 Every ``skipview data`` command builds its result in a sibling folder ``.<name>.partial-<pid>`` (same file system,
 so the final ``rename`` is atomic) and only moves it to the requested path once everything in it is complete. On any
-error the partial folder is removed and an existing output is left untouched. A process killed outright (SIGKILL,
-a machine that went down) cannot clean up; the next command for the same output removes the partial folders whose
-process no longer runs.
+error the partial folder is removed and an existing output is left untouched; a file system that fills up is
+reported with the output's path and how far it got (``StorageFull``), not as a bare ``[Errno 28]``. A process
+killed outright (SIGKILL, a machine that went down) cannot clean up; the next command for the same output removes
+the partial folders whose process no longer runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from skipview.models.directories import swap_in
+from skipview.platform.files import human, is_full, size_of, storage_full
 
 
 class OutputExistsError(FileExistsError):
@@ -35,8 +37,13 @@ def staged_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]
     partial.mkdir()
     try:
         yield partial
-    except BaseException:
+    except BaseException as error:
+        full = is_full(error)
+        written = size_of(partial) if full else 0
         shutil.rmtree(partial, ignore_errors=True)
+        if full:
+            raise storage_full(out, f"the output had reached {human(written)} when it filled",
+                               "free more than that, or write the output elsewhere") from error
         raise
     # Keep the old output until the new one is complete, then swap: at every instant `out` is the old or the new.
     swap_in(partial, out)

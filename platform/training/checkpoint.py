@@ -11,6 +11,11 @@ could write must not run code. The only non-tensor objects they hold are NumPy's
 ``uint32``), allow-listed below. Storage can still hand back a damaged file (a truncated upload, a bad disk), so
 ``restore`` walks the registered checkpoints newest first and takes the first one whose every file loads, with a
 warning naming each one it skipped: a run loses the steps since the previous checkpoint, not the run.
+
+A checkpoint that would not fit on a local storage is refused before Ray uploads it (``check_room``): Ray's upload
+stops at the full disk with a truncated ``state.pt`` in a folder it never registers, and its next rewrite of the
+run's checkpoint record can leave that record empty (``run_folder.py``). The run fails with one line naming the
+folder and the space needed, and resumes from its last complete checkpoint once there is room.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import numpy as np
 import torch
 
 from skipview.platform.errors import CorruptCheckpoint
-from skipview.platform.files import write_aside
+from skipview.platform.files import disk_usage, human, is_full, size_of, storage_full, write_aside
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,11 @@ RNG_GLOB = "rng-rank*.pt"
 # What np.random.get_state() pickles besides plain tuples and ints: the array's reconstructor (its module moved
 # between NumPy 1 and 2, so it is taken from an array rather than imported by name), the array and dtype classes.
 SAFE_GLOBALS = [np.zeros(1).__reduce__()[0], np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+# Kept free beside each checkpoint: Ray rewrites its checkpoint record after the upload, and run_folder.py copies
+# it (a few kB each)
+RECORD_ROOM = 64 * 1024
+FULL_HINT = ("free space (or move the run's folder to a larger file system and pass that --storage), then rerun "
+             "the same command: it resumes from the last complete checkpoint")
 
 
 
@@ -78,6 +88,17 @@ def write(directory: Path, *, rank: int, progress: Progress, model: torch.nn.Mod
         _atomic_save({"progress": asdict(progress), "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                       "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict() if scaler else None,
                       "mlflow_run_id": mlflow_run_id}, directory / STATE_FILE)
+
+
+def check_room(run_dir: str, checkpoint: Path, error: BaseException | None = None) -> None:
+    """Raise ``StorageFull`` if the checkpoint folder ``checkpoint`` does not fit in ``run_dir`` beside Ray's record,
+    or if ``error`` (Ray's upload failing anyway: something else filled the disk meanwhile) says the disk is full.
+    Object storage (a URI) has no free-space figure and writes each object whole: not checked."""
+    if "://" in run_dir:
+        return
+    needed = size_of(checkpoint) + RECORD_ROOM
+    if (error is not None and is_full(error)) or disk_usage(Path(run_dir)).free < needed:
+        raise storage_full(Path(run_dir), f"a checkpoint needs {human(needed)}", FULL_HINT) from error
 
 
 def _load(path: Path, map_location: torch.device | None = None) -> Any:

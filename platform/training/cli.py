@@ -25,6 +25,8 @@ def train(
     resume: bool = typer.Option(False, help="without --name: resume the latest run of this objective and corpus"),
     experiment: str = typer.Option("skipview", help="MLflow experiment (one per study)"),
     max_failures: int = typer.Option(2, help="worker-group restarts from the last checkpoint (-1: unlimited)"),
+    wait_for_workers: float = typer.Option(300, help="seconds to wait for the cluster's CPUs/GPUs for the workers "
+                                                     "before failing (-1: without bound, for an autoscaling cluster)"),
     senteval_dir: Optional[Path] = typer.Option(None, envvar="SKIPVIEW_SENTEVAL_DIR",
                                                 help="SentEval data/downstream: periodic STS14"),
     output: Optional[Path] = typer.Option(None, help="write the final model directory here"),
@@ -54,6 +56,7 @@ def train(
             raise typer.BadParameter(f"--resume: no earlier run of {objective} on {corpus} under {storage}")
     run = RunSettings(name=name or driver.new_run_name(settings), storage=storage, workers=workers,
                       cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, max_failures=max_failures,
+                      worker_wait_s=None if wait_for_workers == -1 else wait_for_workers,
                       experiment=experiment, output=str(output) if output else None)
     try:
         driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)

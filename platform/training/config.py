@@ -71,6 +71,10 @@ class RunSettings(Strict):
     cpus_per_worker: float = Field(1, gt=0)
     gpus_per_worker: float = Field(0, ge=0)
     max_failures: int = Field(2, ge=-1)
+    # Ray Train waits 60 s for a worker group's resources and retries without end, the right thing for a Tune trial
+    # (other trials hold the CPUs for a while) and an autoscaling cluster; `skipview train` bounds it (cli.py)
+    worker_wait_s: float | None = Field(None, gt=0, description="how long the worker group waits for the "
+                                                                "cluster's resources; None: without bound")
     # Two by default: when the latest checkpoint turns out corrupt, the run falls back to the one before it.
     keep_checkpoints: int = Field(2, ge=1, description="checkpoints kept: the most recent ones, or with STS14 the "
                                                        "best by STS14 besides the latest")

@@ -21,14 +21,17 @@ from typing import Any
 
 from skipview.models.directories import swap_in
 from skipview.platform.cluster.auth import ensure_private_token
-from skipview.platform.files import write_json_aside
+from skipview.platform.files import storage_full, write_json_aside
 from skipview.platform.training import checkpoint as ckpt, watchdog
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
-from skipview.platform.errors import Diverged
+from skipview.platform.errors import ClusterTooSmall, Diverged, StorageFull
 from skipview.platform.training.loop import check_precision, train_loop_per_worker
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
+# How long Ray Train's controller waits for a worker group's placement group (ray.train.v2._internal.constants;
+# fit() passes it on to the controller)
+START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 
 
 def is_uri(storage: str) -> bool:
@@ -141,8 +144,11 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     import ray.train
     from ray.train.torch import TorchTrainer
 
-    from skipview.platform.training.divergence import FailOnDivergence
+    from skipview.platform.training.divergence import FailWithoutRestart
+    from skipview.platform.training.run_folder import KeepSnapshot
 
+    # a local storage's copy of Ray's checkpoint record, which a full disk can leave empty (run_folder.py)
+    keep = [] if is_uri(run.storage) else [KeepSnapshot(run_key(run))]
     score = {"checkpoint_score_attribute": "sts14", "checkpoint_score_order": "max"} if settings.senteval_dir else {}
     return TorchTrainer(
         train_loop_per_worker,
@@ -152,10 +158,13 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
             resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
                                                                   if run.gpus_per_worker else {})}),
         run_config=ray.train.RunConfig(
-            name=run.name, storage_path=storage_root(run.storage), callbacks=[FailOnDivergence(), *(callbacks or [])],
+            name=run.name, storage_path=storage_root(run.storage),
+            callbacks=[FailWithoutRestart(), *keep, *(callbacks or [])],
             # Without a score Ray keeps the most recent ones; with it the best by STS14 plus always the latest.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=run.keep_checkpoints, **score),
-            failure_config=ray.train.FailureConfig(max_failures=run.max_failures)),
+            # with a bounded wait the worker group's start is tried once, for worker_wait_s (train())
+            failure_config=ray.train.FailureConfig(
+                max_failures=run.max_failures, controller_failure_limit=-1 if run.worker_wait_s is None else 0)),
     )
 
 
@@ -259,17 +268,49 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
 
     import ray.train
 
-    from skipview.platform.training.divergence import diverged
+    from ray.train.v2._internal.exceptions import WorkerGroupStartupTimeoutError
+
+    from skipview.platform.files import is_full
+    from skipview.platform.training import run_folder
+    from skipview.platform.training.divergence import cause, not_retried
 
     uri = run.tracking_uri or store.tracking_uri()
+    if not is_uri(run.storage):
+        for change in run_folder.repair(Path(run_key(run))):
+            log.warning(change)
     trainer = build_trainer(settings, run, tracking_uri=uri, callbacks=callbacks)
+    missing = missing_resources(run)
+    if missing and run.worker_wait_s is not None:
+        log.warning("run %s: the workers need %s; waiting up to %g s for the cluster to grow (--wait-for-workers)",
+                    run.name, missing, run.worker_wait_s)
+    before = os.environ.get(START_TIMEOUT_ENV)
+    if run.worker_wait_s is not None:
+        os.environ[START_TIMEOUT_ENV] = f"{run.worker_wait_s:g}"
     try:
         result = trainer.fit()
     except ray.train.TrainingFailedError as error:
-        found = diverged(error)
-        if found is None:
-            raise
-        raise Diverged(f"run {run.name}: {found}; last good checkpoint: {last_checkpoint(run)}") from None
+        # a run that stopped is not running; the next launch of the same name continues it (store.open_run)
+        mark_failed(store.client(uri), run)
+        found = not_retried(error)
+        if isinstance(found, Diverged):
+            raise Diverged(f"run {run.name}: {found}; last good checkpoint: {last_checkpoint(run)}") from None
+        if found is not None:
+            raise StorageFull(str(found)) from None
+        if cause(error, lambda e: isinstance(e, WorkerGroupStartupTimeoutError)) is not None:
+            raise ClusterTooSmall(f"run {run.name}: the cluster gave no room for {run.workers} worker(s) in "
+                                  f"{run.worker_wait_s:g} s: they need {missing or 'what it had then'}; use fewer "
+                                  "--workers or --cpus-per-worker, or --wait-for-workers -1 to wait without bound "
+                                  "(an autoscaling cluster)") from None
+        # Ray's own writes to a full storage (its checkpoint record) fail in its controller
+        if cause(error, is_full) is not None and not is_uri(run.storage):
+            raise storage_full(Path(run_key(run)), "Ray could not record the run's checkpoints",
+                               ckpt.FULL_HINT) from None
+        raise
+    finally:
+        if before is None:
+            os.environ.pop(START_TIMEOUT_ENV, None)
+        else:
+            os.environ[START_TIMEOUT_ENV] = before
     client = store.client(uri)
     run_id = store.find_run(client, run.experiment, run_key(run))
     model_dir = None
@@ -277,6 +318,26 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
         model_dir = copy_model(result.checkpoint, Path(run.output))
     return Outcome(run.name, run_id, dict(result.metrics or {}),
                    result.checkpoint.path if result.checkpoint else None, model_dir)
+
+
+def missing_resources(run: RunSettings) -> str | None:
+    """What the worker group needs that the cluster does not have free now, e.g. ``CPU 2 (1 in all, 1 free)``."""
+    import ray
+
+    need = {"CPU": run.workers * run.cpus_per_worker, "GPU": run.workers * run.gpus_per_worker}
+    total, free = ray.cluster_resources(), ray.available_resources()
+    short = [f"{name} {amount:g} ({total.get(name, 0):g} in all, {free.get(name, 0):g} free)"
+             for name, amount in need.items() if amount and free.get(name, 0) < amount]
+    return ", ".join(short) or None
+
+
+def mark_failed(client, run: RunSettings) -> None:
+    """Mark the run's MLflow run FAILED if it is still RUNNING: the workers mark only a divergence themselves."""
+    from skipview.platform.tracking import store
+
+    run_id = store.find_run(client, run.experiment, run_key(run))
+    if run_id is not None and client.get_run(run_id).info.status == "RUNNING":
+        client.set_terminated(run_id, status="FAILED")
 
 
 def last_checkpoint(run: RunSettings) -> str:

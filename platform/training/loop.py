@@ -230,7 +230,13 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                        scheduler=scheduler, scaler=scaler, mlflow_run_id=tracker.run_id)
             if final_model is not None:
                 shutil.move(final_model, directory / ckpt.MODEL_DIR)
-            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(scratch))
+            # refused before the upload, which would stop at a full disk with a truncated state.pt
+            ckpt.check_room(config["run_key"], directory)
+            try:
+                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(scratch))
+            except OSError as error:
+                ckpt.check_room(config["run_key"], directory, error)
+                raise
 
     if progress.step == 0 and rank == 0 and settings.senteval_dir:
         # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
@@ -385,7 +391,7 @@ def finished(progress: ckpt.Progress, settings: TrainSettings) -> bool:
 
 def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) -> None:
     """Every rank stops (the window's values that decide it are shared) by raising ``Diverged``: the run fails for Ray
-    (``divergence.FailOnDivergence`` keeps Ray from restarting it) and the last good checkpoint stays the latest."""
+    (``divergence.FailWithoutRestart`` keeps Ray from restarting it) and the last good checkpoint stays the latest."""
     message = f"non-finite training at step {step}: loss={loss}, gradient norm={grad_norm}"
     log.error("%s; stopping, the last good checkpoint is kept", message)
     tracker.tag(DIVERGED_TAG, str(step))

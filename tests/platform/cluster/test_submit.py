@@ -8,26 +8,17 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from ray_head import PYTHON_BIN, ray_head
 
 from skipview.platform.cluster.package import stage_package
 from skipview.platform.cluster.submit import entrypoint
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHON_BIN = str(Path(sys.executable).parent)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base_env(home: Path) -> dict[str, str]:
@@ -41,35 +32,8 @@ def base_env(home: Path) -> dict[str, str]:
 def auth_head(tmp_path_factory):
     home = tmp_path_factory.mktemp("head-home")
     token = secrets.token_hex(16)
-    dashboard = free_port()
-    env = {**base_env(home), "RAY_AUTH_TOKEN": token}
-    ports = {"--port": free_port(), "--dashboard-port": dashboard, "--ray-client-server-port": free_port(),
-             "--dashboard-agent-listen-port": free_port(), "--metrics-export-port": free_port(),
-             "--runtime-env-agent-port": free_port(), "--node-manager-port": free_port(),
-             "--object-manager-port": free_port(), "--dashboard-agent-grpc-port": free_port()}
-    command = [str(Path(PYTHON_BIN) / "ray"), "start", "--head", "--block", "--num-cpus=1",
-               "--include-dashboard=true", "--dashboard-host=127.0.0.1", "--disable-usage-stats",
-               *[f"{flag}={port}" for flag, port in ports.items()]]
-    head = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    address = f"http://127.0.0.1:{dashboard}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", dashboard)) == 0:
-                break
-        if head.poll() is not None:
-            pytest.fail(f"ray start exited with {head.returncode}")
-        time.sleep(1)
-    else:
-        pytest.fail("the Ray head did not open its dashboard in 120 s")
-    time.sleep(3)
-    yield address, token, home
-    os.killpg(head.pid, signal.SIGTERM)        # --block: the head stops its raylet/GCS on SIGTERM
-    try:
-        head.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(head.pid, signal.SIGKILL)
+    with ray_head({**base_env(home), "RAY_AUTH_TOKEN": token}) as head:
+        yield head.dashboard, token, home
 
 
 def run_submit(address: str, env: dict[str, str], *command: str) -> subprocess.CompletedProcess:
@@ -99,6 +63,30 @@ def test_wrong_token_is_refused(auth_head, tmp_path):
     done = run_submit(address, {**base_env(tmp_path), "RAY_AUTH_TOKEN": "not-the-token"}, "train", "--help")
     assert done.returncode == 1 and "submitted job" not in done.stdout
     assert "Invalid authentication token" in done.stderr and "Traceback" not in done.stderr
+
+
+def client_env(home: Path) -> dict[str, str]:
+    """A user's shell: no RAY_AUTH_MODE, which only the cluster's side sets."""
+    env = base_env(home)
+    del env["RAY_AUTH_MODE"]
+    return env
+
+
+def test_the_token_in_the_users_ray_folder_is_sent_without_ray_auth_mode(auth_head, tmp_path):
+    address, token, _ = auth_head
+    (tmp_path / ".ray").mkdir(mode=0o700)
+    (tmp_path / ".ray" / "auth_token").write_text(token)
+    done = run_submit(address, client_env(tmp_path), "train", "--help")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCEEDED" in done.stdout
+
+
+def test_a_wrong_token_without_ray_auth_mode_is_reported_invalid_not_missing(auth_head, tmp_path):
+    address, _, _ = auth_head
+    done = run_submit(address, {**client_env(tmp_path), "RAY_AUTH_TOKEN": "not-the-token"}, "train", "--help")
+    assert done.returncode == 1 and "submitted job" not in done.stdout
+    error = done.stderr.strip().splitlines()
+    assert len(error) == 1 and "Invalid authentication token" in error[0] and "Missing" not in error[0], error
 
 
 def test_staged_package_and_entrypoint(tmp_path):
