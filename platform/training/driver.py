@@ -177,6 +177,9 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
     fails (or, through /tmp/ray's "current cluster" file, asks another cluster), the cleaner dies, and the
     placement group of a controller that was killed (a trial stopped by ASHA, a killed run) is never freed, so
     later trials wait forever for CPUs that look free.
+
+    Ray's observability machinery that nothing of a local run reads is switched off or slowed
+    (``LOCAL_HEAD_CONFIG``, ``LOCAL_HEAD_ENV``); a cluster given by address is left as its owner configured it.
     """
     import ray
 
@@ -191,9 +194,11 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
         port = probe.getsockname()[1]
     ensure_private_token()          # before ray.init, which would otherwise write it readable by every user
     # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
-    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY}), loopback_node_ip():
+    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY, **LOCAL_HEAD_ENV}), \
+            loopback_node_ip():
         ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
-                 dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver)
+                 dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver,
+                 _system_config=LOCAL_HEAD_CONFIG)
     watchdog.start(os.getpid())
 
 
@@ -204,6 +209,27 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
 # ray-project/ray#24130), and every process then listens on 127.0.0.1 only: the switch is this variable, which Ray's
 # processes read when they start, and the constant the driver read when it imported Ray.
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+# What Ray 2.60 runs for observability that a local run never reads (skipview's metrics go to MLflow). Without it
+# Ray's own processes take 4.8-5.2 CPU s per minute of training instead of 6.3 (benchmarks/ray_overhead.py,
+# reports/benchmarks/ray_overhead.json: the dashboard agent 0.45 -> 0.08, the log monitor 0.50 -> 0.20, the
+# dashboard 0.68 -> 0.42, the GCS 0.35 -> 0.23). Every Ray process (the GCS, the raylet, each of Ray Train's six
+# actors and the idle worker) records metrics for the dashboard agent's Prometheus endpoint and sends its task
+# events to the GCS every second (for the dashboard's task list and `ray list tasks`), and the raylet and the GCS
+# write a debug-state dump every 10 s. Ray Train's PlacementGroupCleaner asks the state API for an actor, which the
+# GCS's actor table answers, not the task events. Left alone: the workers' own timers (an idle actor costs 0.23 s a
+# minute; a 10x slower internal heartbeat and raylet check and no event stats saved 0.01-0.02), usage stats (which
+# ray.init already turns off) and the autoscaler monitor and log monitor processes (ray.init has no switch for them).
+LOCAL_HEAD_CONFIG = {"enable_metrics_collection": False, "task_events_report_interval_ms": 0,
+                     "debug_dump_period_milliseconds": 0}
+# Read by Ray's Python processes when they start. The log monitor, which forwards the workers' output to the
+# driver, globs the log folder for new files every 0.1 s until there are 1000 of them; from the threshold 0 on it
+# globs every LOG_NAME_UPDATE_INTERVAL_S, and a new worker's file, read from its start, is merely found up to 5 s
+# later (lines of known files still go out within 0.1 s). The dashboard agent's reporter samples every process of
+# the node for the dashboard's node view every 5 s, and the dashboard records its own modules' CPU and memory as
+# metrics every 5 s: once a minute is enough for a page nobody opens.
+LOCAL_HEAD_ENV = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0", "LOG_NAME_UPDATE_INTERVAL_S": "5",
+                  "REPORTER_UPDATE_INTERVAL_MS": "60000", "METRICS_RECORD_INTERVAL_S": "60"}
 
 
 @contextmanager
