@@ -16,7 +16,10 @@ import time
 
 import psutil
 
-POLL_S = 1.0
+# Listing the driver's process tree costs about 0.38 CPU s a minute at one listing a second
+# (reports/benchmarks/ray_overhead.json); Ray's agents and actors start with the run, and a worker started in the last
+# seconds before the driver dies goes with its raylet anyway
+POLL_S = 5.0
 GRACE_S = 3.0
 
 
