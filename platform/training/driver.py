@@ -24,7 +24,7 @@ from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.files import storage_full, write_json_aside
 from skipview.platform.training import checkpoint as ckpt, watchdog
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
-from skipview.platform.errors import ClusterTooSmall, Diverged, StorageFull
+from skipview.platform.errors import ClusterTooSmall, CorruptCheckpoint, Diverged, StorageFull
 from skipview.platform.training.loop import check_precision, train_loop_per_worker
 
 log = logging.getLogger(__name__)
@@ -320,6 +320,8 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
         found = not_retried(error)
         if isinstance(found, Diverged):
             raise Diverged(f"run {run.name}: {found}; last good checkpoint: {last_checkpoint(run)}") from None
+        if isinstance(found, CorruptCheckpoint):
+            raise CorruptCheckpoint(f"run {run.name}: {found}") from None
         if found is not None:
             raise StorageFull(str(found)) from None
         if cause(error, lambda e: isinstance(e, WorkerGroupStartupTimeoutError)) is not None:

@@ -135,3 +135,26 @@ def test_nan_before_the_first_checkpoint_is_the_same_one_line_divergence(ray_ses
     with pytest.raises(Diverged, match="step 2") as error:
         driver.train(settings, run)
     assert str(error.value).endswith("last good checkpoint: none (it failed before its first checkpoint)")
+
+
+def test_a_run_whose_every_checkpoint_is_corrupt_fails_at_once_in_one_line(ray_session, tiny_data, tmp_path):
+    """No restart (a restart would find the same files): one CorruptCheckpoint naming the run and each file."""
+    from skipview.platform.errors import CorruptCheckpoint
+    from skipview.platform.training import checkpoint as ckpt
+
+    run = run_for(tmp_path, "all-corrupt")
+    first = TrainSettings(**{**settings_for(tiny_data).model_dump(), "max_steps": CHECKPOINT_EVERY * 2})
+    driver.train(first, run)
+    states = sorted((tmp_path / "runs" / "all-corrupt").glob(f"checkpoint_*/{ckpt.STATE_FILE}"))
+    assert len(states) == 2
+    for state in states:
+        state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(CorruptCheckpoint, match="run all-corrupt: no registered checkpoint of this run can be loaded"
+                       ) as error:
+        driver.train(settings_for(tiny_data), run)
+    assert all(str(state.parent) in str(error.value) for state in states)
+    assert "\n" not in str(error.value)
+    client = store.client(run.tracking_uri)
+    run_id = store.find_run(client, run.experiment, driver.run_key(run))
+    # the continuation failed restoring, before it reopened the finished MLflow run: nothing is left RUNNING
+    assert client.get_run(run_id).info.status == "FINISHED"
