@@ -309,36 +309,30 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
     if missing and run.worker_wait_s is not None:
         log.warning("run %s: the workers need %s; waiting up to %g s for the cluster to grow (--wait-for-workers)",
                     run.name, missing, run.worker_wait_s)
-    before = os.environ.get(START_TIMEOUT_ENV)
-    if run.worker_wait_s is not None:
-        os.environ[START_TIMEOUT_ENV] = f"{run.worker_wait_s:g}"
-    try:
-        result = trainer.fit()
-    except ray.train.TrainingFailedError as error:
-        # a run that stopped is not running; the next launch of the same name continues it (store.open_run)
-        mark_failed(store.client(uri), run)
-        found = not_retried(error)
-        if isinstance(found, Diverged):
-            raise Diverged(f"run {run.name}: {found}; last good checkpoint: {last_checkpoint(run)}") from None
-        if isinstance(found, CorruptCheckpoint):
-            raise CorruptCheckpoint(f"run {run.name}: {found}") from None
-        if found is not None:
-            raise StorageFull(str(found)) from None
-        if cause(error, lambda e: isinstance(e, WorkerGroupStartupTimeoutError)) is not None:
-            raise ClusterTooSmall(f"run {run.name}: the cluster gave no room for {run.workers} worker(s) in "
-                                  f"{run.worker_wait_s:g} s: they need {missing or 'what it had then'}; use fewer "
-                                  "--workers or --cpus-per-worker, or --wait-for-workers -1 to wait without bound "
-                                  "(an autoscaling cluster)") from None
-        # Ray's own writes to a full storage (its checkpoint record) fail in its controller
-        if cause(error, is_full) is not None and not is_uri(run.storage):
-            raise storage_full(Path(run_key(run)), "Ray could not record the run's checkpoints",
-                               ckpt.FULL_HINT) from None
-        raise
-    finally:
-        if before is None:
-            os.environ.pop(START_TIMEOUT_ENV, None)
-        else:
-            os.environ[START_TIMEOUT_ENV] = before
+    wait = {} if run.worker_wait_s is None else {START_TIMEOUT_ENV: f"{run.worker_wait_s:g}"}
+    with environment(wait):
+        try:
+            result = trainer.fit()
+        except ray.train.TrainingFailedError as error:
+            # a run that stopped is not running; the next launch of the same name continues it (store.open_run)
+            mark_failed(store.client(uri), run)
+            found = not_retried(error)
+            if isinstance(found, Diverged):
+                raise Diverged(f"run {run.name}: {found}; last good checkpoint: {last_checkpoint(run)}") from None
+            if isinstance(found, CorruptCheckpoint):
+                raise CorruptCheckpoint(f"run {run.name}: {found}") from None
+            if found is not None:
+                raise StorageFull(str(found)) from None
+            if cause(error, lambda e: isinstance(e, WorkerGroupStartupTimeoutError)) is not None:
+                raise ClusterTooSmall(f"run {run.name}: the cluster gave no room for {run.workers} worker(s) in "
+                                      f"{run.worker_wait_s:g} s: they need {missing or 'what it had then'}; use fewer "
+                                      "--workers or --cpus-per-worker, or --wait-for-workers -1 to wait without bound "
+                                      "(an autoscaling cluster)") from None
+            # Ray's own writes to a full storage (its checkpoint record) fail in its controller
+            if cause(error, is_full) is not None and not is_uri(run.storage):
+                raise storage_full(Path(run_key(run)), "Ray could not record the run's checkpoints",
+                                   ckpt.FULL_HINT) from None
+            raise
     client = store.client(uri)
     run_id = store.find_run(client, run.experiment, run_key(run))
     model_dir = None
