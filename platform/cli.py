@@ -16,11 +16,6 @@ import sys
 import typer
 import typer.rich_utils
 
-try:                                    # typer >= 0.2x carries its own copy of click
-    from typer._click import exceptions as click_errors
-except ImportError:
-    from click import exceptions as click_errors
-
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.evaluation import cli as evaluation_cli
@@ -78,13 +73,17 @@ def run(argv: list[str] | None = None) -> int:
     typer.rich_utils.MAX_WIDTH = help_width()
     try:
         result = app(args=argv, prog_name="skipview", standalone_mode=False)
-    except click_errors.NoArgsIsHelpError as shown:
-        typer.echo(shown.format_message())
-        return shown.exit_code
-    except click_errors.ClickException as error:
+    except typer.TyperException as error:
+        # typer (>= 0.26) raises its own copy of click's exceptions, not click's; TyperException is their public
+        # base. A group called without a subcommand (`skipview`, `skipview data`) "fails" with its help page: told
+        # apart by class name, as typer's own error printer does (typer.rich_utils.rich_format_error)
+        if type(error).__name__ == "NoArgsIsHelpError":
+            typer.echo(error.format_message())
+            return error.exit_code
         command = error.ctx.command_path if getattr(error, "ctx", None) is not None else None
         where = f"{command}: " if command else ""
-        hint = f" (see {command} --help)" if command and isinstance(error, click_errors.UsageError) else ""
+        # a usage error (click's UsageError and its subclasses, e.g. typer.BadParameter) is the one that exits 2
+        hint = f" (see {command} --help)" if command and error.exit_code == 2 else ""
         typer.echo(f"error: {where}{' '.join(error.format_message().split())}{hint}", err=True)
         return error.exit_code
     except typer.Abort:
