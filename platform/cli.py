@@ -1,6 +1,14 @@
 """The ``skipview`` command. Each area of the platform registers its own sub-commands here.
 
-Heavy imports (torch, ray, mlflow) happen inside the commands, so ``skipview --help`` answers at once.
+Imports go at the top of their module, except where deferring one keeps a command's start fast. The modules
+``skipview --help`` loads (this one, each area's ``cli.py``, ``errors.py``, ``files.py``) import inside a command
+whatever would add to every start: torch, numpy, pydantic, yaml, tqdm and the modules that bring them, even the data
+readers (gzip, hashlib, ctypes: 10 ms of a 200 ms start). Ray, MLflow and scikit-learn (a CPU second or more each)
+are imported in the function that uses them wherever a command loads the module before it needs them: the
+training driver, the tracking store, the study, ablation and search modules (``skipview study index`` never
+starts them; ``skipview train`` checks its inputs first). ``tests/test_packaging.py`` checks both. And matplotlib
+is imported where a chart is drawn, which picks its Agg backend: importing a module must not switch its
+importer's backend. No import is deferred to break a cycle: there is none.
 
 Errors: a usage error (a bad option, a path that does not exist) and a user error (``platform/errors.py``) print
 one line, ``error: ...``, and exit non-zero (2 for usage, 1 otherwise); ``skipview --debug COMMAND ...`` prints the
@@ -18,6 +26,7 @@ import typer.rich_utils
 
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
+from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
 from skipview.platform.evaluation import cli as evaluation_cli
 from skipview.platform.training import cli as training_cli
 from skipview.platform.tuning import cli as tuning_cli
@@ -62,8 +71,6 @@ def options(debug: bool = typer.Option(False, "--debug", help="on an error, prin
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: this process's) and return its exit status."""
-    from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
-
     argv = list(sys.argv[1:] if argv is None else argv)
     # --debug anywhere before a "--" (after it, the words belong to the command `submit` ships), not only before
     # the subcommand as click would have it: it is what one appends to a failed command line

@@ -40,9 +40,10 @@ from skipview.models.objective import ObjectiveOutput
 from skipview.platform.evaluation.suite import run_tasks
 from skipview.platform.tracking.tracker import Tracker
 from skipview.platform.training import checkpoint as ckpt
-from skipview.platform.training.config import TrainSettings
+from skipview.platform.training.config import TrainSettings, check_precision
 from skipview.platform.training.objectives import Built, build
 from skipview.platform.training.prefetch import prefetch
+from skipview.platform.training.sts14 import evaluate_sts14
 from skipview.platform.training.window import Window, close_window
 
 log = logging.getLogger(__name__)
@@ -97,12 +98,6 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def check_precision(precision: str, on_gpu: bool) -> None:
-    if precision == "fp16" and not on_gpu:
-        raise ValueError("precision=fp16 needs GPUs (--gpus-per-worker): its loss scaling is CUDA's; on CPU use "
-                         "bf16 or fp32")
-
-
 def parameters_digest(module: torch.nn.Module) -> float:
     """A cheap fingerprint of all parameters (sum of |p| weighted by position) to compare DDP replicas."""
     total = torch.zeros((), dtype=torch.float64)
@@ -134,7 +129,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         tracker.tag(CORRUPT_TAG, " | ".join(skipped))
     if progress.step == 0 and rank == 0 and settings.senteval_dir:
         # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
-        tracker.metrics(built.sts14(device), 0)
+        tracker.metrics(evaluate_sts14(built, device), 0)
 
     window, last_loss = Window(progress.step), float("nan")
     training.model.train()
@@ -262,7 +257,7 @@ def report(training: Training, tracker: Tracker, progress: ckpt.Progress, extra:
     metrics = {"step": progress.step, "epoch": progress.epoch,
                "sentences": progress.step * settings.batch_size * training.world_size, **extra}
     if rank == 0 and settings.senteval_dir:
-        scores = training.built.sts14(training.device)
+        scores = evaluate_sts14(training.built, training.device)
         # Ray hears only the ensemble's score, the one checkpoint ranking and ASHA read; the per-view curves go
         # to MLflow
         score = metrics["sts14"] = scores["sts14"]

@@ -1,5 +1,5 @@
 """From settings to the pieces a worker trains: the objective, its batches, and the inference-side encoder of its
-current weights (post-processing fitted on training sentences), with the STS14 the loop logs at each checkpoint.
+current weights (post-processing fitted on training sentences).
 
 Objectives are built by name through ``skipview.models.registry`` (disc, gen, skipthought). A ``module:factory``
 name builds one from any importable factory with the registry's signature, so a research objective can be
@@ -22,9 +22,9 @@ from skipview.models.batching import iterate_batches, sample_sentence_ids
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import Objective
+from skipview.models.registry import build_objective
 from skipview.models.views import MODES, Mode
 from skipview.models.vocab import Vocab
-from skipview.platform.evaluation.suite import sts14_by_view
 from skipview.platform.training.config import TrainSettings
 
 
@@ -58,8 +58,6 @@ def objective_factory(name: str) -> Callable[..., Objective]:
             return getattr(importlib.import_module(module), attribute)
         except (ImportError, AttributeError) as error:
             raise ValueError(f"objective {name!r}: cannot import {attribute} from {module} ({error})") from error
-    from skipview.models.registry import build_objective
-
     return partial(build_objective, name)
 
 
@@ -82,16 +80,6 @@ class Built:
         encoder.fit_postprocessing(sample_sentence_ids(self.corpus, s.postprocessing_sentences, seed=s.seed,
                                                        max_len=s.max_len), modes=modes)
         return encoder
-
-    def sts14(self, device: torch.device) -> dict[str, float]:
-        """STS14 of the current weights, on the training device, of the ensemble and of each view
-        (``suite.sts14_by_view``). STS14 is unsupervised, so only that mode's component is fitted."""
-        was_training = self.objective.training
-        self.objective.eval()
-        try:
-            return sts14_by_view(self.finished_encoder(device, modes=("unsupervised",)), self.settings.senteval_dir)
-        finally:
-            self.objective.train(was_training)
 
 
 def build(settings: TrainSettings) -> Built:
