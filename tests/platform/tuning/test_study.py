@@ -114,10 +114,14 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
     (tmp_path / "reports" / "example").mkdir(parents=True)
     summary = {"cells": {"disc-fg": {"seeds": 2, "f": {"sts_avg": {"mean": 58.31, "std": 0.52, "n": 2}}},
                          "disc-f": {"seeds": 1, "f": {"sts_avg": {"mean": 55.0, "std": None, "n": 1}}}}}
-    (tmp_path / "reports" / "example" / "ablation_summary.json").write_text(json.dumps(summary))
+    summary_path = tmp_path / "reports" / "example" / "ablation_summary.json"
+    summary_path.write_text(json.dumps(summary))
     row = render_index([study]).splitlines()[-1]
     assert row == (f"| [example](example/ablation.md) | Does the multi-view f beat the single-view f? | disc-fg/f | 58.3 ± 0.5 | disc-f/f | "
-                   "55.0 (n=1) | 2 | `skipview study run example` |")
+                   "55.0 (n=1) | – | 2 | `skipview study run example` |")
+    summary["cells"]["fasttext-usif"] = {"seeds": 1, "ensemble": {"sts_avg": {"mean": 62.52, "std": None, "n": 1}}}
+    summary_path.write_text(json.dumps(summary))
+    assert "| 55.0 (n=1) | 62.5 (n=1) | 2 |" in render_index([study]).splitlines()[-1]
 
 
 def test_the_committed_index_is_what_the_studies_give(repo):
