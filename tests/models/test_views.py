@@ -38,10 +38,11 @@ def test_packed_bigru_last_states_match_running_each_sentence_alone(batch_and_ve
         torch.testing.assert_close(batched[row], last, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("lengths", [LENGTHS, [3, 3, 1, 7, 7, 2], [4]])
+@pytest.mark.parametrize("lengths", [LENGTHS, [3, 3, 1, 7, 7, 2], [4], [1, 1]])
 def test_unrolled_gru_matches_the_packed_kernel_in_values_and_gradients(lengths):
     """The CPU training path (``unrolled_gru``) against ``nn.GRU`` over a PackedSequence, with tied lengths,
-    length 1 and a single sentence: same last states, same gradients for every GRU parameter and the inputs."""
+    length 1, a single sentence and one time step only (where the start step's skipped product must still leave
+    W_h a gradient): same last states, same gradients for every GRU parameter and the inputs."""
     torch.manual_seed(1)
     view = BiGRUView(6, 5)
     sentences = Sentences.from_arrays([list(range(4, 4 + n)) for n in lengths])
