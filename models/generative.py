@@ -23,7 +23,7 @@ from skipview.models.batching import PairBatch, Sentences
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
 from skipview.models.registry import ObjectiveConfig, register_objective
-from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors, he_normal_
+from skipview.models.views import BiGRUView, LinearView, frozen_word_vectors, he_normal_
 from skipview.models.vocab import SPECIALS
 
 
@@ -92,7 +92,7 @@ class GenerativeObjective(Objective):
 
     def forward(self, batch: PairBatch) -> ObjectiveOutput:
         sentences = batch.sentences
-        z = self.f.represent(embed(sentences, self.word_vectors), sentences)          # (B, 2h)
+        z = self.f.represent_words(sentences, self.word_vectors)                      # (B, 2h)
         # the decoder and the scores run in float32 under autocast: U is the matrix the invertibility update keeps
         # near-orthonormal, and the (B x T x K) dot products are cheap
         with torch.autocast(z.device.type, enabled=False):
