@@ -24,9 +24,22 @@ def test_numpy_torch_ray_import_with_the_repo_root_as_cwd_and_on_sys_path():
 
 def test_the_command_line_loads_without_torch_ray_or_mlflow():
     # `skipview --help` and `skipview data prepare` must not pay for the training stack (prepare's peak RSS
-    # stays what the corpus needs); each command imports what it uses when it runs.
+    # stays what the corpus needs); each command imports what it uses when it runs (platform/cli.py).
+    heavy = ("torch", "ray", "mlflow", "sklearn", "numpy", "pydantic", "yaml", "matplotlib", "pandas", "tqdm")
     code = ("import sys, skipview.platform.cli; "
-            "print(sorted(m for m in ('torch', 'ray', 'mlflow', 'sklearn') if m in sys.modules))")
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_modules_commands_load_first_leave_ray_mlflow_and_sklearn_to_the_functions_that_use_them():
+    # `skipview study index` loads the study modules and never uses Ray, MLflow or scikit-learn; `skipview train`
+    # loads the driver and checks its inputs before it starts Ray or asks MLflow (platform/cli.py)
+    modules = ["skipview.platform.tuning.study", "skipview.platform.tuning.cli", "skipview.platform.training.driver",
+               "skipview.platform.tuning.search", "skipview.platform.tracking.store"]
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
+            "print(sorted(m for m in ('ray', 'mlflow', 'sklearn') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

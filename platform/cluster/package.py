@@ -6,12 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import skipview.models
+import skipview.platform
+
 
 def stage_package(into: Path) -> Path:
     """Copy the Python sources of ``skipview.models`` and ``skipview.platform`` to ``into/skipview``."""
-    import skipview.models
-    import skipview.platform
-
     root = into / "skipview"
     for package in (skipview.models, skipview.platform):
         source = Path(next(iter(package.__path__))).resolve()

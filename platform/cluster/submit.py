@@ -20,7 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from ray._private.authentication import authentication_token_setup
+from ray.job_submission import JobSubmissionClient
+
 from skipview.platform.cluster.package import stage_package
+from skipview.platform.tracking.lineage import git_commit
 
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 AGENT_WAIT_S = 300          # how long a job waits for the job agent of a head that is still starting
@@ -39,8 +43,6 @@ def send_token() -> None:
     ``ray.init`` turns on by itself when a token exists but the job client (and ``ray job submit``) does not: a token
     in ``~/.ray/auth_token`` was never sent, and a wrong ``RAY_AUTH_TOKEN`` was reported as "Missing". This is the
     step ``ray.init`` takes (``ray/_private/worker.py``); an explicit ``RAY_AUTH_MODE`` is left as it is."""
-    from ray._private.authentication import authentication_token_setup
-
     # its "Token authentication is enabled for this Ray cluster" warning is about starting a cluster, not a client
     setup_log = logging.getLogger(authentication_token_setup.__name__)
     level = setup_log.level
@@ -54,10 +56,6 @@ def send_token() -> None:
 def submit(command: list[str], *, address: str | None, env: dict[str, str] | None = None,
            wait: bool = True, poll_s: float = 2.0, echo=print) -> tuple[str, str]:
     """Submit ``command`` (skipview arguments); with ``wait`` stream its logs and return its final status."""
-    from ray.job_submission import JobSubmissionClient
-
-    from skipview.platform.tracking.lineage import git_commit
-
     send_token()
     client = JobSubmissionClient(address)
     with tempfile.TemporaryDirectory() as scratch:

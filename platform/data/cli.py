@@ -13,6 +13,8 @@ from typing import Optional
 
 import typer
 
+from skipview.platform.errors import FetchError
+
 app = typer.Typer(help="Fetch raw data, prepare corpora (sentence split, tokenise, vocabulary, token store) and "
                        "build word vectors aligned to a corpus vocabulary.", no_args_is_help=True)
 log = logging.getLogger("skipview.data")
@@ -145,7 +147,6 @@ def fetch(
     """
     _setup_logging()
     from skipview.platform.data.fetch import fetch as fetch_data
-    from skipview.platform.errors import FetchError
     from skipview.platform.data.staging import OutputExistsError
 
     try:

@@ -32,6 +32,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import fasttext
 import numpy as np
 from tqdm import tqdm
 
@@ -67,8 +68,6 @@ class FastTextOptions:
 
 def train_wordvecs(prepared: str | Path, out: str | Path, options: FastTextOptions = FastTextOptions(),
                    subword_oov: bool = False, overwrite: bool = False, progress: bool = True) -> dict:
-    import fasttext
-
     if options.method not in METHODS:
         raise ValueError(f"unknown method {options.method!r}; choose one of {', '.join(METHODS)}")
     corpus = PreparedCorpus(prepared)
@@ -104,8 +103,6 @@ def import_wordvecs(prepared: str | Path, out: str | Path, pretrained: str | Pat
     with staged_directory(out, overwrite=overwrite) as folder:
         source = {"kind": "pretrained", "file": pretrained.name, "sha256": _sha256(pretrained)}
         if pretrained.suffix == ".bin":
-            import fasttext
-
             model = fasttext.load_model(str(pretrained))
             shutil.copyfile(pretrained, folder / "fasttext.bin")
             vectors, known = _vectors_from_model(model, corpus.vocab, subword_oov)

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
 from skipview.platform.errors import one_line
+from skipview.platform.evaluation.report import metrics_table
 from skipview.platform.files import write_json_aside
 
 ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
@@ -126,11 +128,7 @@ def evaluate(
     device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda when available).")] = None,
 ) -> None:
     """Run the SentEval-compatible suite on an encoder; print a table and optionally write the metrics JSON."""
-    from rich.console import Console
-
-    from skipview.platform.evaluation.report import metrics_table
-    from skipview.platform.evaluation.suite import PROTOCOLS, Protocol
-    from skipview.platform.evaluation.suite import evaluate as run
+    from skipview.platform.evaluation.suite import PROTOCOLS, Protocol, evaluate as run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     encoder = build_encoder(model, baseline, wordvecs, pc_corpus, device=device, component_fit=component_fit.value,

@@ -1,4 +1,5 @@
-"""The task registry and the entry points: ``run_tasks`` (flat metrics dict) and ``sts14`` (tuning objective)."""
+"""The task registry and the entry points: ``run_tasks`` (flat metrics dict), ``sts14`` (tuning objective) and
+``sts14_by_view`` (a trained model's learning curve)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import torch
 from sklearn.metrics import f1_score
 from tqdm import tqdm
 
+from skipview.models.encoder import SentenceEncoder
 from skipview.platform.evaluation import protocols, sts
 from skipview.platform.evaluation.datasets import BINARY_FILES, STS_SUBSETS, Pairs, TaskData, load_task
-from skipview.platform.evaluation.encoding import Encoder, encode_many
+from skipview.platform.evaluation.encoding import Encoder, ModelEncoder, encode_many
 
 log = logging.getLogger(__name__)
 
@@ -171,3 +173,13 @@ def evaluate(encoder: Encoder, tasks: list[str] | None = None, senteval_dir: str
 def sts14(encoder: Encoder, senteval_dir: str | os.PathLike | None = None) -> float:
     """The tuning objective: unweighted mean Pearson x100 over STS14's six subsets (cosine, unsupervised)."""
     return run_tasks(encoder, ["sts14"], senteval_dir)["sts14.pearson.mean"]
+
+
+def sts14_by_view(encoder: SentenceEncoder, senteval_dir: str | os.PathLike | None = None) -> dict[str, float]:
+    """STS14 of a trained ``SentenceEncoder`` (its components fitted on the corpus): ``sts14``, the ensemble's (what
+    checkpoints and Tune rank by), and, for a model with several views, ``sts14/<view>`` per view, so a multi-view
+    run's learning curve shows which view carries it."""
+    views = encoder.view_names if len(encoder.view_names) > 1 else []
+    scores = {"sts14": sts14(ModelEncoder(encoder, "ensemble", "corpus"), senteval_dir)}
+    scores.update({f"sts14/{view}": sts14(ModelEncoder(encoder, view, "corpus"), senteval_dir) for view in views})
+    return scores

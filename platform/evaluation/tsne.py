@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from sklearn.manifold import TSNE
 
 from skipview.platform.evaluation.datasets import Pairs, TaskData
 from skipview.platform.evaluation.encoding import Encoder, encode_many
@@ -36,7 +37,6 @@ def plot_tsne(vectors: np.ndarray, labels: np.ndarray, output: str | os.PathLike
     import matplotlib
     matplotlib.use("Agg")  # files only; no display on servers
     import matplotlib.pyplot as plt
-    from sklearn.manifold import TSNE
 
     points = TSNE(n_components=2, perplexity=min(perplexity, (len(vectors) - 1) / 3), init="pca",
                   random_state=seed).fit_transform(np.asarray(vectors, dtype=np.float64))

@@ -13,24 +13,24 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import mlflow
 import numpy as np
+from mlflow.models import ModelSignature
+from mlflow.pyfunc import PythonModel
+from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
+
+from skipview.models.encoder import SentenceEncoder
+from skipview.platform.cluster.package import stage_package
 
 ENCODER_ARTIFACT = "encoder"
 INPUT_COLUMN = "sentence"
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
-
-try:
-    from mlflow.pyfunc import PythonModel
-except ImportError:  # pragma: no cover - mlflow is a declared dependency
-    PythonModel = object
 
 
 class EncoderModel(PythonModel):
     """``predict(sentences) -> float32 array (n, dim)``; params ``mode`` and ``view`` as in ``encode``."""
 
     def load_context(self, context) -> None:
-        from skipview.models.encoder import SentenceEncoder
-
         self.encoder = SentenceEncoder.load(context.artifacts[ENCODER_ARTIFACT])
 
     def predict(self, context, model_input, params=None) -> np.ndarray:
@@ -49,9 +49,6 @@ def _sentences(model_input) -> list[str]:
 
 
 def _signature(dim: int):
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
-
     return ModelSignature(inputs=Schema([ColSpec("string", INPUT_COLUMN)]),
                           outputs=Schema([TensorSpec(np.dtype(np.float32), (-1, dim))]),
                           params=ParamSchema([ParamSpec("mode", "string", "unsupervised"),
@@ -61,11 +58,6 @@ def _signature(dim: int):
 def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: str = "encoder",
                 sample_sentences: list[str] | None = None) -> str:
     """Log ``model_dir`` as a pyfunc model in ``run_id``; returns the model URI."""
-    import mlflow
-
-    from skipview.models.encoder import SentenceEncoder
-    from skipview.platform.cluster.package import stage_package
-
     sample = sample_sentences or ["a sentence to embed ."]
     dim = np.asarray(SentenceEncoder.load(model_dir).encode(sample[:1])).shape[1]
     mlflow.set_tracking_uri(tracking_uri)
@@ -81,11 +73,7 @@ def load_encoder(path_or_uri: str | Path):
     """``SentenceEncoder.load`` that also accepts MLflow model URIs (``runs:/<id>/encoder``,
     ``models:/<name>/<version>``, ``mlflow-artifacts:/...``) and logged model directories; models/ must not
     import mlflow, so the resolution lives here."""
-    from skipview.models.encoder import SentenceEncoder
-
     text = str(path_or_uri)
     if text.startswith(MLFLOW_SCHEMES) or (Path(text) / "MLmodel").is_file():
-        import mlflow
-
         return mlflow.pyfunc.load_model(text).unwrap_python_model().encoder
     return SentenceEncoder.load(text)

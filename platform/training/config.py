@@ -11,6 +11,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
+from skipview.models.registry import training_defaults
+
 
 class Strict(BaseModel):
     # no setting is meaningful at infinity or NaN (optimizer.lr=.inf would otherwise pass gt=0)
@@ -83,6 +85,14 @@ class RunSettings(Strict):
     output: str | None = Field(None, description="where the driver writes the final model directory")
 
 
+def check_precision(precision: str, on_gpu: bool) -> None:
+    """fp16 needs CUDA: its grad scaler is CUDA's (checked on the driver before any worker starts, and by each
+    worker's ``loop.autocast_dtype``)."""
+    if precision == "fp16" and not on_gpu:
+        raise ValueError("precision=fp16 needs GPUs (--gpus-per-worker): its loss scaling is CUDA's; on CPU use "
+                         "bf16 or fp32")
+
+
 def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, leaf = dotted.split(".")
     node = tree
@@ -133,8 +143,6 @@ def merge(tree: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 def objective_defaults(objective: str | None) -> dict[str, Any]:
     if not objective or ":" in objective:        # a ``module:factory`` objective brings no paper defaults
         return {}
-    from skipview.models.registry import training_defaults
-
     return training_defaults(objective)
 
 

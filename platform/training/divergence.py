@@ -1,7 +1,7 @@
 """Failures a restart cannot fix fail for Ray at once: a diverged run, a full checkpoint storage, a run none of whose
 registered checkpoints can be loaded.
 
-When the loss or gradient norm stops being finite, every rank raises ``Diverged`` (``loop.stop_diverged``); when a
+When the loss or gradient norm stops being finite, every rank raises ``Diverged`` (``window.stop_diverged``); when a
 checkpoint does not fit on its storage, the rank raises ``StorageFull``; when every checkpoint is corrupt, the
 restore raises ``CorruptCheckpoint`` (measured before: 3 attempts, 55 s, no error line). Ray restarts the worker group after any
 worker error, up to ``max_failures`` times; a restart from the last good checkpoint replays the same steps into the

@@ -19,13 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs
+import torch
+
+from skipview.models.corpus import PreparedCorpus
 from skipview.models.directories import swap_in
+from skipview.models.registry import parse_config
 from skipview.platform.cluster.auth import ensure_private_token
-from skipview.platform.files import storage_full, write_json_aside
-from skipview.platform.training import checkpoint as ckpt, watchdog
-from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
 from skipview.platform.errors import ClusterTooSmall, CorruptCheckpoint, Diverged, StorageFull
-from skipview.platform.training.loop import check_precision, train_loop_per_worker
+from skipview.platform.files import is_full, storage_full, write_json_aside
+from skipview.platform.tracking import store
+from skipview.platform.tracking.lineage import lineage_tags, portable_path
+from skipview.platform.training import checkpoint as ckpt, watchdog
+from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, check_precision
+from skipview.platform.training.objectives import aligned_word_vectors
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -65,8 +72,6 @@ def latest_run_name(storage: str, prefix: str) -> str | None:
     local storage; on object storage (whose "directories" have no modification time) the last by name, which for
     ``new_run_name``'s names is the newest timestamp."""
     if is_uri(storage):
-        import pyarrow.fs
-
         fs, root = pyarrow.fs.FileSystem.from_uri(storage)
         found = fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
         names = [info.base_name for info in found
@@ -82,8 +87,6 @@ def objective_config(settings: TrainSettings) -> dict[str, Any]:
     any worker starts). A ``module:factory`` objective has no registered config: its settings as given."""
     if ":" in settings.objective:
         return dict(settings.objective_settings)
-    from skipview.models.registry import parse_config
-
     return parse_config(settings.objective, settings.objective_settings).model_dump(mode="json")
 
 
@@ -98,17 +101,12 @@ def check_inputs(settings: TrainSettings, gpus_per_worker: float = 0) -> None:
 
 def check_data(settings: TrainSettings) -> None:
     """The prepared corpus opens, and its word vectors are present and aligned with its vocabulary."""
-    from skipview.models.corpus import PreparedCorpus
-    from skipview.platform.training.objectives import aligned_word_vectors
-
     corpus = PreparedCorpus(settings.corpus)
     if settings.wordvecs is not None:
         aligned_word_vectors(settings.wordvecs, corpus.vocab)
 
 
 def tags_for(settings: TrainSettings) -> dict[str, str]:
-    from skipview.platform.tracking.lineage import lineage_tags
-
     objective = objective_config(settings)
     tags = {"objective": settings.objective, "seed": str(settings.seed), **lineage_tags(settings.corpus,
                                                                                            settings.wordvecs)}
@@ -125,8 +123,6 @@ def run_params(settings: TrainSettings) -> dict[str, Any]:
 
 def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
     """A name MLflow already records is that run continued: the same settings, its budget aside."""
-    from skipview.platform.tracking import store
-
     client = store.client(run.tracking_uri or store.tracking_uri())
     defaults = run_params(TrainSettings.model_construct(objective=settings.objective, corpus=settings.corpus))
     store.check_same_params(client, run.experiment, run_key(run), run_params(settings), defaults=defaults,
@@ -145,6 +141,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     from ray.train.torch import TorchTrainer
 
     from skipview.platform.training.divergence import FailWithoutRestart
+    from skipview.platform.training.loop import train_loop_per_worker
     from skipview.platform.training.run_folder import KeepSnapshot
 
     # a local storage's copy of Ray's checkpoint record, which a full disk can leave empty (run_folder.py)
@@ -272,8 +269,6 @@ def check_local_resources(workers: int, cpus_per_worker: float, gpus_per_worker:
                          f"{workers * cpus_per_worker:g} CPUs; the local Ray has {cpus} (use --workers "
                          f"{max(1, int(cpus // cpus_per_worker))} or fewer, or --address a cluster)")
     if gpus_per_worker:
-        import torch
-
         gpus = torch.cuda.device_count()
         if workers * gpus_per_worker > gpus:
             raise ValueError(f"--workers {workers} x --gpus-per-worker {gpus_per_worker:g} needs "
@@ -290,13 +285,9 @@ class Outcome:
 
 
 def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None = None) -> Outcome:
-    from skipview.platform.tracking import store
-
     import ray.train
-
     from ray.train.v2._internal.exceptions import WorkerGroupStartupTimeoutError
 
-    from skipview.platform.files import is_full
     from skipview.platform.training import run_folder
     from skipview.platform.training.divergence import cause, not_retried
 
@@ -355,8 +346,6 @@ def missing_resources(run: RunSettings) -> str | None:
 
 def mark_failed(client, run: RunSettings) -> None:
     """Mark the run's MLflow run FAILED if it is still RUNNING: the workers mark only a divergence themselves."""
-    from skipview.platform.tracking import store
-
     run_id = store.find_run(client, run.experiment, run_key(run))
     if run_id is not None and client.get_run(run_id).info.status == "RUNNING":
         client.set_terminated(run_id, status="FAILED")
@@ -388,8 +377,6 @@ def copy_model(checkpoint, output: Path) -> Path:
 
 
 def write_metrics(outcome: Outcome, path: Path) -> None:
-    from skipview.platform.tracking.lineage import portable_path
-
     checkpoint = portable_path(outcome.checkpoint_path) if outcome.checkpoint_path else None
     write_json_aside(path, {"run_name": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id,
                             "checkpoint": checkpoint, "metrics": outcome.metrics})

@@ -1,4 +1,5 @@
-"""From settings to the pieces a worker trains: the objective, its batches, and post-processing fitting.
+"""From settings to the pieces a worker trains: the objective, its batches, and the inference-side encoder of its
+current weights (post-processing fitted on training sentences).
 
 Objectives are built by name through ``skipview.models.registry`` (disc, gen, skipthought). A ``module:factory``
 name builds one from any importable factory with the registry's signature, so a research objective can be
@@ -8,16 +9,21 @@ trained without editing the registry.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
+from skipview.models.batching import iterate_batches, sample_sentence_ids
 from skipview.models.corpus import PreparedCorpus
+from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import Objective
-from skipview.models.views import MODES
+from skipview.models.registry import build_objective
+from skipview.models.views import MODES, Mode
 from skipview.models.vocab import Vocab
 from skipview.platform.training.config import TrainSettings
 
@@ -52,8 +58,6 @@ def objective_factory(name: str) -> Callable[..., Objective]:
             return getattr(importlib.import_module(module), attribute)
         except (ImportError, AttributeError) as error:
             raise ValueError(f"objective {name!r}: cannot import {attribute} from {module} ({error})") from error
-    from skipview.models.registry import build_objective
-
     return partial(build_objective, name)
 
 
@@ -64,17 +68,18 @@ class Built:
     settings: TrainSettings
 
     def batches(self, *, rank: int, world_size: int, epoch: int, start_batch: int):
-        from skipview.models.batching import iterate_batches
-
         s = self.settings
         return iterate_batches(self.corpus, self.objective.example_kind, s.batch_size, max_len=s.max_len, rank=rank,
                                world_size=world_size, seed=s.seed, epoch=epoch, start_batch=start_batch)
 
-    def fit_postprocessing(self, encoder, num_sentences: int, *, seed: int, modes=MODES) -> None:
-        from skipview.models.batching import sample_sentence_ids
-
-        encoder.fit_postprocessing(sample_sentence_ids(self.corpus, num_sentences, seed=seed,
-                                                       max_len=self.settings.max_len), modes=modes)
+    def finished_encoder(self, device: torch.device, modes: Sequence[Mode] = MODES) -> SentenceEncoder:
+        """The inference-side encoder of the current weights on ``device``, with the post-processing of ``modes``
+        fitted on training sentences."""
+        s = self.settings
+        encoder = self.objective.sentence_encoder(self.corpus.tokenizer, self.corpus.vocab).to(device)
+        encoder.fit_postprocessing(sample_sentence_ids(self.corpus, s.postprocessing_sentences, seed=s.seed,
+                                                       max_len=s.max_len), modes=modes)
+        return encoder
 
 
 def build(settings: TrainSettings) -> Built:

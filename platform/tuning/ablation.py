@@ -22,10 +22,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from skipview.models import registry
+from skipview.models.encoder import SentenceEncoder
+from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
+from skipview.platform.evaluation.datasets import TaskDataError, load_task
+from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import lineage_tags
 from skipview.platform.training import driver
-from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings
+from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, set_dotted
 from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
                                              Matrix, PlannedRun, metric_key, plan)
 from skipview.platform.tuning.search import absolute_paths
@@ -59,9 +64,6 @@ def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
     """The base settings for ``cell``: its objective and settings, its training overrides (``train``), the seed,
     and those base objective settings the cell's objective has (a shared ``hidden_size`` applies to all;
     skip-thought ignores ``context_window``)."""
-    from skipview.models import registry
-    from skipview.platform.training.config import set_dotted
-
     fields = registry.config_class(cell.objective).model_fields
     shared = {k: v for k, v in base.objective_settings.items() if k in fields}
     dropped = sorted(set(base.objective_settings) - set(shared))
@@ -80,8 +82,6 @@ def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
 def check_objective_settings(matrix: Matrix, base: TrainSettings, references: bool) -> None:
     """A base objective setting that no trained cell's objective has is a typo (``hidden_sise``), not a setting
     ``cell_settings`` may quietly leave out."""
-    from skipview.models import registry
-
     trained = [c for c in [*matrix.cells, *(matrix.references if references else [])] if c.objective]
     known = {key for c in trained for key in registry.config_class(c.objective).model_fields}
     unknown = sorted(set(base.objective_settings) - known)
@@ -92,8 +92,6 @@ def check_objective_settings(matrix: Matrix, base: TrainSettings, references: bo
 
 def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:
     """The tasks whose files are in ``senteval_dir``; a task with a malformed file is an error, not skipped."""
-    from skipview.platform.evaluation.datasets import TaskDataError, load_task
-
     found = []
     for task in tasks:
         try:
@@ -109,7 +107,6 @@ def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:
 
 def evaluate_views(encoder, views: dict[str, str], tasks: list[str], senteval_dir: str, protocol: str,
                    component_fit: str) -> dict[str, float]:
-    from skipview.platform.evaluation.encoding import ModelEncoder
     from skipview.platform.evaluation.suite import run_tasks
 
     metrics: dict[str, float] = {}
@@ -254,9 +251,6 @@ def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> 
 
 def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
     """The encoders (and views) a combined row ensembles, with the summed training cost of their runs."""
-    from skipview.models.encoder import SentenceEncoder
-    from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
-
     parts, cost = [], {HOURS: 0.0, SENTENCES_SEEN: 0.0}
     for part in cell.combine:
         name, view = part.split("/")
@@ -287,8 +281,6 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
                                    params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine},
                                    tags={**lineage_tags(base.corpus, base.wordvecs), **planned.tags})
     elif cell.baseline is not None:
-        from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
-
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
         run_id, _ = store.open_run(client, study.experiment, key, run.name,
@@ -314,8 +306,6 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         took = (time.perf_counter() - start) / 3600
         # a warm-started run's history begins with its source's curves, whose training time is source.hours
         hours = source.hours + took if source else max(took, logged_hours(client, run_id))
-        from skipview.models.encoder import SentenceEncoder
-
         encoder = SentenceEncoder.load(outcome.model_dir)
         steps = int(outcome.metrics.get("step", settings.max_steps or 0))
         # sentences encoded per step: the batch on each worker (a window, the first of a pair, or the middle of a

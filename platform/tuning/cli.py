@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 
 from skipview.platform.errors import one_line
+from skipview.platform.files import write_text_aside
+from skipview.platform.tracking import store
 
 
 def tune(
@@ -124,7 +126,6 @@ def ablation(
     seeds. Every view of every model is evaluated; the report gives mean +- std over seeds, training hours and
     sentences seen, and checks the paper's directions. Finished runs are kept: rerunning continues the study.
     """
-    from skipview.platform.tracking import store
     from skipview.platform.training import driver
     from skipview.platform.training.config import load_settings
     from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, check_objective_settings, run_study
@@ -190,7 +191,6 @@ def study_run(
 ) -> None:
     """Train and evaluate every (cell, seed) of the study not yet recorded, writing each finished run's record and
     the report as it lands; rerunning resumes (an interrupted model continues from its last checkpoint)."""
-    from skipview.platform.tracking import store
     from skipview.platform.training import driver
     from skipview.platform.tuning.ablation import run_study
     from skipview.platform.tuning.report import build_report, read_records
@@ -225,7 +225,6 @@ def study_run(
 @study_app.command("report")
 def study_report(study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name or file")) -> None:
     """Rebuild the study's report from its committed run records and the MLflow runs of this machine."""
-    from skipview.platform.tracking import store
     from skipview.platform.tuning.report import build_report
 
     study = _load(study_name)
@@ -238,7 +237,6 @@ def study_report(study_name: str = typer.Argument(..., metavar="STUDY", help="a 
 def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.md is not what the studies give")
                 ) -> None:
     """Regenerate reports/INDEX.md, one row per study file, from the studies' committed summaries."""
-    from skipview.platform.files import write_text_aside
     from skipview.platform.tuning.study import INDEX, STUDIES_DIR, render_index
 
     text = render_index([_load(str(path)) for path in sorted(STUDIES_DIR.glob("*.yaml"))])

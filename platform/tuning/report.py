@@ -23,6 +23,7 @@ from typing import Any
 
 from skipview.platform.tracking.lineage import portable_path
 from skipview.platform.files import write_aside, write_text_aside
+from skipview.platform.tuning.curves import build_curves, curve_keys
 from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
                                              TRAIN_PARAMS, Cell, Matrix, metric_key)
 
@@ -141,8 +142,6 @@ class Summary:
 def find_runs(client, experiment: str) -> list[RunRecord]:
     """The finished, evaluated runs of the study in ``experiment``, with their training curves; a (cell, seed)
     recorded twice keeps its latest run."""
-    from skipview.platform.tuning.curves import curve_keys
-
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise LookupError(f"no MLflow experiment named {experiment!r} in {client.tracking_uri}")
@@ -366,8 +365,6 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
     curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths. ``records``: also
     read the run records committed under ``out_dir/runs`` and write one for every run MLflow has (a study's
     report; the plain ``skipview ablation`` report reads MLflow alone)."""
-    from skipview.platform.tuning.curves import build_curves
-
     out_dir = Path(out_dir)
     try:
         tracked = find_runs(client, experiment)

@@ -27,7 +27,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from mlflow.tracking import MlflowClient
+
 from skipview.platform.files import write_aside
+from skipview.platform.tracking import store
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -114,8 +117,6 @@ def page_url(base_url: str, experiment_id: str, view: str, run_ids: list[str]) -
 
 
 def capture_experiment(tracking_uri: str, experiment: str, out: Path, view: str = "runs", **kwargs) -> Path:
-    from mlflow.tracking import MlflowClient
-
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
@@ -129,8 +130,6 @@ def capture_experiment(tracking_uri: str, experiment: str, out: Path, view: str 
 
 
 def main(argv: list[str] | None = None) -> None:
-    from skipview.platform.tracking import store
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--experiment", default="ablation", help="MLflow experiment name")
     parser.add_argument("--tracking-uri", default=None, help="default: MLFLOW_TRACKING_URI or ./mlflow.db")

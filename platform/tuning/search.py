@@ -22,7 +22,7 @@ import json
 import logging
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -229,8 +229,6 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
 def _resolved(search: SearchSettings) -> SearchSettings:
     """Resolve the store and the storage once on the driver: trials run in other processes and in their own
     working directories, where ``runs`` or ``./mlflow.db`` would mean somewhere else."""
-    from dataclasses import replace
-
     return replace(search, tracking_uri=search.tracking_uri or store.tracking_uri(),
                    storage=driver.storage_root(search.storage))
 

@@ -45,7 +45,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from skipview.models import registry
 from skipview.models.registry import ObjectiveName
+from skipview.platform.training.config import TrainSettings
 from skipview.platform.tuning.yaml_source import describe, load_with_lines, written
 
 Scalar = Union[bool, int, float, str]
@@ -206,9 +208,6 @@ class SearchSpace:
 def config_classes_for(objective: str) -> dict[str, type[BaseModel]]:
     """The classes a trial of ``objective`` validates its settings with: the objective's registered config and
     ``TrainSettings``. An objective the registry does not know yet has its section checked for structure only."""
-    from skipview.models import registry
-    from skipview.platform.training.config import TrainSettings
-
     classes: dict[str, type[BaseModel]] = {"training": TrainSettings}
     if objective in registry.objective_names():
         classes["objective"] = registry.config_class(objective)

@@ -61,3 +61,16 @@ def test_an_ablation_setting_no_objective_has_is_refused(data, tmp_path, capsys)
                 "--storage", str(tmp_path / "runs"), "--set", "objective_settings.hidden_sise=8"])
     assert code == 2
     assert "hidden_sise is a setting of none of the matrix's objectives" in one_error_line(capsys)
+
+
+def test_a_bad_option_value_is_a_usage_error_in_one_line(capsys):
+    assert run(["evaluate", "--baseline", "nope"]) == 2
+    line = one_error_line(capsys)
+    assert "--baseline must be one of" in line and "'nope'" in line and "skipview evaluate --help" in line
+
+
+@pytest.mark.parametrize("command", [[], ["data"], ["study"]])
+def test_a_group_without_its_subcommand_prints_its_help(command, capsys):
+    assert run(command) == 2
+    out, err = capsys.readouterr()
+    assert f"Usage: {' '.join(['skipview', *command])} [OPTIONS] COMMAND" in out and not err

@@ -1,6 +1,7 @@
 """The loop's decisions that a CPU run of the engine tests does not reach: the fp16 grad scaler's overflow (a GPU
 run's infinite gradient norm) is no divergence, a non-finite loss still is, and the autocast dtype a GPU run
-picks. They run here through the loop's own code (``Window``, ``close_window``, ``autocast_dtype``) on CPU."""
+picks. They run here through the loop's own code (``window.Window``, ``window.close_window``,
+``loop.autocast_dtype``) on CPU."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from skipview.models.batching import PairBatch, Sentences
 from skipview.models.objective import ObjectiveOutput
 from skipview.platform.errors import Diverged
 from skipview.platform.tracking import store
-from skipview.platform.training.loop import (DIVERGED_TAG, Tracker, Window, autocast_dtype,
-                                             close_window)
+from skipview.platform.tracking.tracker import Tracker
+from skipview.platform.training.loop import autocast_dtype
+from skipview.platform.training.window import DIVERGED_TAG, Window, close_window
 
 BATCH = PairBatch(Sentences.from_arrays([np.array([4, 5, 6]), np.array([7])]), Sentences.from_arrays([np.array([8])]))
 
