@@ -114,6 +114,9 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
         torch.cuda.reset_peak_memory_stats()
         torch.cuda.set_sync_debug_mode("warn")
     timings = []
+    # the process's CPU seconds over the timed steps beside their wall seconds: on a shared machine the wall figure
+    # of one process moves with the other processes' load (3x between runs under two trainings), its CPU far less
+    cpu_start = time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for batch in batches[warmup:]:
@@ -124,6 +127,7 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
                 torch.cuda.synchronize()
                 torch.cuda.set_sync_debug_mode("warn")
             timings.append(time.perf_counter() - start)
+    cpu_seconds = time.process_time() - cpu_start
     if cuda:
         torch.cuda.set_sync_debug_mode("default")
     timed = batches[warmup:]
@@ -135,6 +139,7 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
         "parameters": sum(p.numel() for p in objective.parameters() if p.requires_grad),
         "step_seconds_median": float(np.median(timings)),
         "sentences_per_second": sentences / sum(timings), "tokens_per_second": tokens / sum(timings),
+        "sentences_per_cpu_second": sentences / cpu_seconds,
     }
     if cuda:
         record["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30

@@ -23,7 +23,7 @@ from skipview.models.batching import PairBatch, Sentences
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
 from skipview.models.registry import ObjectiveConfig, register_objective
-from skipview.models.views import BiGRUView, LinearView, embed, frozen_word_vectors, he_normal_
+from skipview.models.views import BiGRUView, LinearView, frozen_word_vectors, he_normal_
 from skipview.models.vocab import SPECIALS
 
 
@@ -92,7 +92,7 @@ class GenerativeObjective(Objective):
 
     def forward(self, batch: PairBatch) -> ObjectiveOutput:
         sentences = batch.sentences
-        z = self.f.represent(embed(sentences, self.word_vectors), sentences)          # (B, 2h)
+        z = self.f.represent_words(sentences, self.word_vectors)                      # (B, 2h)
         # the decoder and the scores run in float32 under autocast: U is the matrix the invertibility update keeps
         # near-orthonormal, and the (B x T x K) dot products are cheap
         with torch.autocast(z.device.type, enabled=False):
@@ -115,13 +115,15 @@ class GenerativeObjective(Objective):
         first_word = torch.cumsum(targets.lengths, 0) - targets.lengths
         ids = targets.ids[sentence, torch.arange(words, device=device) - first_word[sentence]]  # (W,)
         weight = self.target_weight[ids].to(x.dtype)
-        x_words = x[sentence]                                                                   # (W, dim)
-        positive = (x_words * self.word_vectors[ids].to(x.dtype)).sum(-1)
-        # index_select, not word_vectors[ids]: the same gather, which advanced indexing does more slowly on CPU
-        negative_vectors = self.word_vectors.index_select(0, self.sample_negatives(words * negatives))
-        negative = torch.bmm(negative_vectors.view(words, negatives, -1).to(x.dtype), x_words[:, :, None])
-        log_likelihood = (torch.nn.functional.logsigmoid(positive)
-                          + torch.nn.functional.logsigmoid(-negative.view(words, negatives)).sum(-1))
+        # each word's own id, then its K negatives: one gather of the vectors (index_select: the same gather as
+        # advanced indexing, faster on CPU) and one batched product for all 1 + K dot products with its sentence's x
+        scored = torch.cat([ids[:, None], self.sample_negatives(words * negatives).view(words, negatives)], dim=1)
+        vectors = self.word_vectors.index_select(0, scored.view(-1)).view(words, negatives + 1, -1).to(x.dtype)
+        # x on the left, (W, 1, dim) @ (W, dim, 1 + K): MKL runs these row-vector products (forward and backward)
+        # 2.5x faster than the same dot products as (W, 1 + K, dim) @ (W, dim, 1)
+        scores = torch.bmm(x.index_select(0, sentence)[:, None, :], vectors.transpose(1, 2)).view(words, -1)
+        log_likelihood = (torch.nn.functional.logsigmoid(scores[:, 0])
+                          + torch.nn.functional.logsigmoid(-scores[:, 1:]).sum(-1))
         return -(log_likelihood * weight).sum() / weight.sum().clamp_min(1)
 
     def sample_negatives(self, count: int) -> torch.Tensor:

@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from skipview.models.batching import Sentences
-from skipview.models.unrolled_gru import bigru_last_states
+from skipview.models.unrolled_gru import bigru_last_states, bigru_last_states_of_words
 from skipview.models.vocab import PAD_ID
 
 Mode = Literal["unsupervised", "supervised"]
@@ -153,6 +153,13 @@ class BiGRUView(View):
         if x.device.type == "cpu":
             return bigru_last_states(self.gru, x, sentences.lengths_cpu)
         return self._run(x, sentences, need_states=False)[1]
+
+    def represent_words(self, sentences: Sentences, word_vectors: torch.Tensor) -> torch.Tensor:
+        """``represent(embed(sentences, word_vectors), sentences)``, the same values and gradients; on a CPU each
+        distinct word of the batch goes through the input projection once (``bigru_last_states_of_words``)."""
+        if sentences.ids.device.type == "cpu":
+            return bigru_last_states_of_words(self.gru, word_vectors, sentences.ids, sentences.lengths_cpu)
+        return self.represent(embed(sentences, word_vectors), sentences)
 
     def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
         states, last = self._run(x, sentences, need_states=True)

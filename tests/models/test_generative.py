@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from scipy.stats import chisquare
+from torch.nn.utils.rnn import pack_padded_sequence
 
 from skipview.models import registry
 from skipview.models.batching import PairBatch, Sentences, iterate_batches
@@ -50,6 +52,54 @@ def test_loss_matches_a_loop_over_target_words(topic_corpus, subsample):
     if subsample:
         assert min(weights) < 0.5, "no target word was frequent enough for the subsampling to be tested"
     assert loss.item() == pytest.approx(sum(terms) / sum(weights), rel=1e-5)
+
+
+def straightforward_loss(objective, batch: PairBatch, negatives: int) -> torch.Tensor:
+    """Eq. 1 written plainly: ``nn.GRU`` over the packed embedded batch, x = U z, and each target word's positive
+    and K negative scores as elementwise products over the padded (B, T, K) layout, with the objective's draws in
+    its order (K per real target word, row-major)."""
+    s, t = batch.sentences, batch.next
+    vectors = objective.word_vectors
+    packed = pack_padded_sequence(vectors[s.ids], s.lengths_cpu, batch_first=True, enforce_sorted=False)
+    _, last = objective.f.gru(packed)
+    x = torch.cat([last[0], last[1]], dim=-1) @ objective.decoder.T                 # (B, dim)
+    mask = t.mask()
+    drawn = torch.zeros(*t.ids.shape, negatives, dtype=torch.long)
+    drawn[mask] = objective.sample_negatives(int(mask.sum()) * negatives).view(-1, negatives)
+    positive = (vectors[t.ids] * x[:, None, :]).sum(-1)                              # (B, T)
+    negative = (vectors[drawn] * x[:, None, None, :]).sum(-1)                         # (B, T, K)
+    log_likelihood = F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)
+    weight = objective.target_weight[t.ids] * mask
+    return -(log_likelihood * weight).sum() / weight.sum()
+
+
+@pytest.mark.parametrize("amp", [None, torch.bfloat16])
+def test_the_optimised_step_equals_the_straightforward_formulation_in_loss_and_gradients(topic_corpus, amp):
+    """The training forward (f over each distinct word once and unrolled, target words flat, the word's own vector
+    and its negatives in one gather and one batched product) against ``straightforward_loss``: the same loss and
+    the same gradient of every parameter, in float32 to rounding. Under bf16 autocast (the GRU's products in bf16)
+    against the float32 reference: the loss within 0.5 %, each gradient within 10 % in norm (the implementation
+    before the distinct-word projection and the single gather was 4.3 % off at most on this batch, as is this one:
+    bf16's rounding through the recurrence, not the formulation)."""
+    negatives = 3
+    objective = build(topic_corpus, negatives=negatives)
+    batch = next(iterate_batches(topic_corpus.train, objective.example_kind, 24, max_len=30))
+    assert len(batch.sentences.ids[batch.sentences.mask()].unique()) < batch.sentences.num_tokens
+    results = []
+    for forward, dtype in ((lambda: objective(batch).loss, amp),
+                           (lambda: straightforward_loss(objective, batch, negatives), None)):
+        objective.zero_grad()
+        torch.manual_seed(11)
+        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            loss = forward()
+        loss.backward()
+        results.append([loss.detach(), *(p.grad.clone() for p in objective.parameters())])
+    for index, (optimised, reference) in enumerate(zip(*results)):
+        if amp is None:
+            torch.testing.assert_close(optimised, reference, rtol=1e-5, atol=1e-6)
+        else:
+            tolerance = 5e-3 if index == 0 else 0.1
+            assert torch.linalg.vector_norm(optimised - reference) <= tolerance * torch.linalg.vector_norm(reference)
 
 
 def test_negative_sampling_frequencies_follow_unigram_to_the_075(topic_corpus):

@@ -38,10 +38,11 @@ def test_packed_bigru_last_states_match_running_each_sentence_alone(batch_and_ve
         torch.testing.assert_close(batched[row], last, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("lengths", [LENGTHS, [3, 3, 1, 7, 7, 2], [4]])
+@pytest.mark.parametrize("lengths", [LENGTHS, [3, 3, 1, 7, 7, 2], [4], [1, 1]])
 def test_unrolled_gru_matches_the_packed_kernel_in_values_and_gradients(lengths):
     """The CPU training path (``unrolled_gru``) against ``nn.GRU`` over a PackedSequence, with tied lengths,
-    length 1 and a single sentence: same last states, same gradients for every GRU parameter and the inputs."""
+    length 1, a single sentence and one time step only (where the start step's skipped product must still leave
+    W_h a gradient): same last states, same gradients for every GRU parameter and the inputs."""
     torch.manual_seed(1)
     view = BiGRUView(6, 5)
     sentences = Sentences.from_arrays([list(range(4, 4 + n)) for n in lengths])
@@ -56,6 +57,28 @@ def test_unrolled_gru_matches_the_packed_kernel_in_values_and_gradients(lengths)
         results.append([last, inputs.grad, *(p.grad for p in view.gru.parameters())])
     for ours, packed in zip(*results):
         torch.testing.assert_close(ours, packed, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("lengths", [LENGTHS, [3, 3, 1, 7, 7, 2], [1, 1]])
+def test_projecting_each_distinct_word_once_matches_the_embedded_input(lengths):
+    """``represent_words`` (each distinct word of the batch through the input projection once, then gathered per
+    token) against ``represent`` of the embedded batch: same last states and GRU gradients, repeated words
+    included."""
+    torch.manual_seed(2)
+    view = BiGRUView(6, 5)
+    vectors = frozen_word_vectors(torch.randn(12, 6), 12)
+    sentences = Sentences.from_arrays([torch.randint(4, 12, (n,)).tolist() for n in lengths])
+    tokens = sentences.ids[sentences.mask()]
+    assert len(tokens.unique()) < len(tokens) or len(tokens) <= 2, "the batch must repeat a word"
+    results = []
+    for last_states in (lambda: view.represent(embed(sentences, vectors), sentences),
+                        lambda: view.represent_words(sentences, vectors)):
+        view.zero_grad()
+        last = last_states()
+        (last * torch.linspace(-1, 1, last.numel()).view_as(last)).sum().backward()
+        results.append([last, *(p.grad for p in view.gru.parameters())])
+    for words, embedded in zip(*results):
+        torch.testing.assert_close(words, embedded, rtol=1e-5, atol=1e-6)
 
 
 def test_packing_by_length_is_torchs_unsorted_packing(batch_and_vectors):
