@@ -13,7 +13,6 @@ what was used); per cell and view, mean +- sample std over seeds.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -25,7 +24,7 @@ from skipview.platform.tracking.lineage import portable_path
 from skipview.platform.files import write_aside, write_text_aside
 from skipview.platform.tuning.curves import build_curves, curve_keys
 from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
-                                             TRAIN_PARAMS, Cell, Matrix, metric_key)
+                                             TRAIN_PARAMS, Cell, Matrix)
 
 
 @dataclass(frozen=True)
