@@ -75,11 +75,13 @@ def write_synthetic_corpus(path: Path, num_sentences: int, seed: int = 0) -> Pre
 
 def measure(objective_name: str, size: str, steps: int, warmup: int, device: str, amp: str,
             overrides: dict | None = None, build=registry.build_objective, corpus_dir: str | None = None,
-            wordvecs: str | None = None, batch_size: int | None = None) -> dict:
+            wordvecs: str | None = None, batch_size: int | None = None, profile: str | None = None) -> dict:
     """Time ``steps`` training steps of ``build(objective_name, settings, vocab=, word_vectors=)``: a module
     with ``example_kind``, ``forward(batch) -> .loss`` and ``after_optimizer_step()`` (an ``Objective``).
     ``corpus_dir``: a prepared corpus instead of the synthetic one (its sentence lengths, so the figure can be
-    set beside ``skipview train`` on that corpus); ``wordvecs``: its word vectors, else random ones."""
+    set beside ``skipview train`` on that corpus); ``wordvecs``: its word vectors, else random ones; ``profile``: a
+    file for the torch profiler's operator table of five more steps, taken after the timed ones (the profiler
+    slows what it watches, so it never runs during them)."""
     settings, size_batch = SIZES.get(objective_name, {}).get(size, ({}, DEFAULT_BATCH))
     batch_size = batch_size or size_batch
     settings = {**settings, **(overrides or {})}
@@ -130,6 +132,8 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
     cpu_seconds = time.process_time() - cpu_start
     if cuda:
         torch.cuda.set_sync_debug_mode("default")
+    if profile:
+        write_profile(step, batches[warmup:warmup + 5], device, profile)
     timed = batches[warmup:]
     sentences = sum(b.num_sentences for b in timed)
     tokens = sum(b.num_tokens for b in timed)
@@ -148,6 +152,24 @@ def measure(objective_name: str, size: str, steps: int, warmup: int, device: str
     # on a shared machine the figures move with the load: keep it beside them
     record["load_average_after"] = os.getloadavg()
     return record
+
+
+def write_profile(step, batches: list, device: str, path: str) -> None:
+    """The operator tables (self time, most first; device and host) of ``step`` over ``batches``: where the
+    step's time goes."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profiler:
+        for batch in batches:
+            step(batch)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    table = profiler.key_averages().table
+    sections = [f"host time, most first\n{table(sort_by='self_cpu_time_total', row_limit=30)}"]
+    if device.startswith("cuda"):     # a step the host cannot feed leaves the device idle: both sides are needed
+        sections.insert(0, f"device time, most first\n{table(sort_by='self_cuda_time_total', row_limit=30)}")
+    Path(path).write_text("\n\n".join(sections))
 
 
 def other_processes_cpu_seconds() -> float:
@@ -220,6 +242,9 @@ def main(benchmark: str = "train_step", build=registry.build_objective, objectiv
     parser.add_argument("--in-ray-train", action="store_true",
                         help="time the step inside a one-worker Ray Train job (local Ray) holding this process's "
                              "torch threads as CPUs, as `skipview train` runs it")
+    parser.add_argument("--profile", default=None, metavar="FILE",
+                        help="write the torch profiler's operator table of five steps after the timed ones here "
+                             "(one objective and size)")
     parser.add_argument("--single", nargs=2, metavar=("OBJECTIVE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     amp = args.amp or ("bf16" if args.device.startswith("cuda") else "none")
@@ -229,7 +254,8 @@ def main(benchmark: str = "train_step", build=registry.build_objective, objectiv
         # absolute paths: a Ray worker runs in a directory of its own
         kwargs = dict(objective_name=name, size=size, steps=args.steps, warmup=args.warmup, device=args.device, amp=amp,
                       overrides=overrides, build=build, corpus_dir=args.corpus and os.path.abspath(args.corpus),
-                      wordvecs=args.wordvecs and os.path.abspath(args.wordvecs), batch_size=args.batch_size)
+                      wordvecs=args.wordvecs and os.path.abspath(args.wordvecs), batch_size=args.batch_size,
+                      profile=args.profile and os.path.abspath(args.profile))
         record = (measure_in_ray_train(torch.get_num_threads(), **kwargs) if args.in_ray_train else measure(**kwargs))
         print(json.dumps(record))
         return
@@ -241,6 +267,7 @@ def main(benchmark: str = "train_step", build=registry.build_objective, objectiv
             command = [sys.executable, script, "--single", name, size, "--steps", str(args.steps),
                        "--warmup", str(args.warmup), "--device", args.device, "--amp", amp, "--set", *args.set,
                        *(["--batch-size", str(args.batch_size)] if args.batch_size else []),
+                       *(["--profile", args.profile] if args.profile else []),
                        *(["--in-ray-train"] if args.in_ray_train else []),
                        *(["--corpus", args.corpus] if args.corpus else []),
                        *(["--wordvecs", args.wordvecs] if args.wordvecs else [])]
