@@ -66,18 +66,23 @@ class PrintedGRU(nn.GRU):
     def forward(self, input, hx=None):
         packed = isinstance(input, PackedSequence)
         if packed:
-            padded, lengths = pad_packed_sequence(input, batch_first=True)        # caller's order
+            # Unpacked in the packing's own (length-sorted) order: its lengths then follow from the host's
+            # batch_sizes, where unpacking into the caller's order reads the device permutation back to the
+            # host (pad_packed_sequence's ``unsorted_indices.cpu()``), a sync on every call.
+            padded, lengths = pad_packed_sequence(PackedSequence(input.data, input.batch_sizes), batch_first=True)
+            if hx is not None and input.sorted_indices is not None:
+                hx = hx.index_select(1, input.sorted_indices)
         else:
             padded, lengths = input, torch.full((input.shape[0],), input.shape[1], dtype=torch.long)
         batch, width = padded.shape[:2]
         steps = torch.arange(width)
-        valid = (steps < lengths.unsqueeze(1)).to(padded.device)                 # [B, T]
+        valid = to_device(steps < lengths.unsqueeze(1), padded.device)                       # [B, T]
         outputs, finals = [], []
         for direction, suffix in enumerate(["_l0", "_l0_reverse"][: 2 if self.bidirectional else 1]):
             if suffix.endswith("reverse"):
                 # each sentence read backwards from its own last word; padding stays at the end
                 order = (lengths.unsqueeze(1) - 1 - steps).where(steps < lengths.unsqueeze(1), steps)
-                order = order.to(padded.device)
+                order = to_device(order, padded.device)
                 x = padded.gather(1, order.unsqueeze(-1).expand_as(padded))
             else:
                 x = padded
@@ -90,11 +95,11 @@ class PrintedGRU(nn.GRU):
         output, h_n = torch.cat(outputs, dim=-1), torch.stack(finals)
         if not packed:
             return output, h_n
-        # the same packing (and order) as the input, as nn.GRU returns
-        repacked = pack_padded_sequence(output.index_select(0, input.sorted_indices),
-                                        lengths.index_select(0, input.sorted_indices.cpu()), batch_first=True)
-        return PackedSequence(repacked.data, repacked.batch_sizes, input.sorted_indices,
-                              input.unsorted_indices), h_n
+        # the same packing (and order) as the input, and h_n in the caller's order, as nn.GRU returns them
+        repacked = pack_padded_sequence(output, lengths, batch_first=True)
+        if input.unsorted_indices is not None:
+            h_n = h_n.index_select(1, input.unsorted_indices)
+        return PackedSequence(repacked.data, repacked.batch_sizes, input.sorted_indices, input.unsorted_indices), h_n
 
     def _run(self, x: torch.Tensor, valid: torch.Tensor, h: torch.Tensor, suffix: str):
         w_ih, w_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)

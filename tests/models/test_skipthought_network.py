@@ -203,3 +203,23 @@ def test_sentence_nll_is_teacher_forced_log_likelihood_of_words_then_eos():
 def test_bi_encoder_needs_an_even_hidden_size():
     with pytest.raises(ValueError, match="even"):
         SkipThoughtConfig(encoder="bi", hidden_size=7)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_printed_gru_on_a_packed_batch_is_each_sentence_alone_with_its_own_initial_state(bidirectional):
+    """PrintedGRU runs a packed batch in the packing's sorted order (its lengths then come from the host's
+    batch_sizes, no device read-back): outputs, final states and initial states must still line up with the
+    caller's rows, as nn.GRU's do."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    gru = make_gru(E, H, "paper", bidirectional=bidirectional).double()
+    _randomise(gru, seed=3)
+    lengths = torch.tensor([3, 6, 1, 4])                           # unsorted, so the packing permutes the rows
+    x = torch.randn(4, 6, E, dtype=torch.double)
+    h0 = torch.randn(2 if bidirectional else 1, 4, H, dtype=torch.double)
+    packed_out, h_n = gru(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h0)
+    out, _ = pad_packed_sequence(packed_out, batch_first=True)
+    for i, n in enumerate(lengths.tolist()):
+        alone, h_alone = gru(x[i : i + 1, :n], h0[:, i : i + 1])
+        torch.testing.assert_close(out[i, :n], alone[0])
+        torch.testing.assert_close(h_n[:, i], h_alone[:, 0])
