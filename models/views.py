@@ -137,7 +137,9 @@ class BiGRUView(View):
     def output_dim(self, mode: Mode) -> int:
         return 2 * self.hidden_size * (4 if mode == "supervised" else 1)
 
-    def _run(self, x: torch.Tensor, sentences: Sentences, need_states: bool):
+    def states_and_last(self, x: torch.Tensor, sentences: Sentences, need_states: bool):
+        """Every word's state H_t (B, L, 2h), or None unless ``need_states``, and the last states (B, 2h): what
+        ``pool`` reads, public for poolings of one's own (e.g. states weighted per word)."""
         outputs, last = self.gru(pack_by_length(x, sentences.lengths_cpu))
         # last: (2, B, h) in the caller's row order (PackedSequence remembers the unsorting permutation)
         last = torch.cat([last[0], last[1]], dim=-1)
@@ -152,7 +154,7 @@ class BiGRUView(View):
         on a GPU the packed cuDNN kernel is one call."""
         if x.device.type == "cpu":
             return bigru_last_states(self.gru, x, sentences.lengths_cpu)
-        return self._run(x, sentences, need_states=False)[1]
+        return self.states_and_last(x, sentences, need_states=False)[1]
 
     def represent_words(self, sentences: Sentences, word_vectors: torch.Tensor) -> torch.Tensor:
         """``represent(embed(sentences, word_vectors), sentences)``, the same values and gradients; on a CPU each
@@ -162,7 +164,7 @@ class BiGRUView(View):
         return self.represent(embed(sentences, word_vectors), sentences)
 
     def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
-        states, last = self._run(x, sentences, need_states=True)
+        states, last = self.states_and_last(x, sentences, need_states=True)
         mask = sentences.mask()
         mean = masked_mean(states, mask, sentences.lengths)
         if mode == "unsupervised":

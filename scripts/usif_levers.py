@@ -67,7 +67,7 @@ class StatesWeightedF(torch.nn.Module):
     def encode(self, sentences, mode, word_vectors):
         if mode != "unsupervised":
             return self.f.encode(sentences, mode, word_vectors)
-        states, _ = self.f._run(embed(sentences, word_vectors), sentences, need_states=True)
+        states, _ = self.f.states_and_last(embed(sentences, word_vectors), sentences, need_states=True)
         weights = embed(sentences, self.token_weights)              # (B, L, 1)
         return masked_mean(states * weights, sentences.mask(), sentences.lengths)
 
@@ -85,14 +85,9 @@ class Remembered:
         return self.seen[key]
 
 
-class WeightedEnsemble:
-    """(1 - w) f + w g of post-processed unsupervised vectors (w = 0.5 is ``CombinedEncoder``'s mean)."""
-
-    def __init__(self, f, g, w: float):
-        self.f, self.g, self.w, self.component_fit = f, g, w, f.component_fit
-
-    def encode(self, sentences, mode="unsupervised"):
-        return (1 - self.w) * self.f.encode(sentences, mode) + self.w * self.g.encode(sentences, mode)
+def weighted(f, g, w: float) -> CombinedEncoder:
+    """(1 - w) f + w g of the post-processed unsupervised vectors (w = 0.5 is the paper's ensemble)."""
+    return CombinedEncoder([f, g], weights=[1 - w, w])
 
 
 def with_views(model: SentenceEncoder, views: dict, vectors: np.ndarray | torch.Tensor) -> SentenceEncoder:
@@ -132,11 +127,11 @@ def rows_for(model: SentenceEncoder, components: int, stsb_dev) -> dict[str, obj
         [ModelEncoder(usif_f, "f", FIT, components=components), ModelEncoder(usif_g, "g", FIT, components=components)])
     f = Remembered(ModelEncoder(model, "f", FIT, components=components))
     g = Remembered(ModelEncoder(usif_g, "g", FIT, components=components))
-    dev = {w: sts.cosine_similarity_task("stsb_unsup", stsb_dev, WeightedEnsemble(f, g, w), splits=["dev"])
+    dev = {w: sts.cosine_similarity_task("stsb_unsup", stsb_dev, weighted(f, g, w), splits=["dev"])
            ["stsb_unsup.pearson.mean"] for w in VIEW_WEIGHTS}
     best = max(dev, key=dev.get)
     print("g's weight on STS-B dev: " + ", ".join(f"{w}: {r:.2f}" for w, r in dev.items()) + f" -> {best}")
-    rows[f"g uSIF-pooled, piecewise / ensemble, g weighted on STS-B dev (w = {best})"] = WeightedEnsemble(f, g, best)
+    rows[f"g uSIF-pooled, piecewise / ensemble, g weighted on STS-B dev (w = {best})"] = weighted(f, g, best)
     return rows
 
 

@@ -56,15 +56,20 @@ class ModelEncoder:
 class CombinedEncoder:
     """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
     the average of the post-processed vectors (unsupervised), their concatenation (supervised). The parts share
-    one ``component_fit``, so the suite calls the whole ensemble per subset when they fit per subset."""
+    one ``component_fit``, so the suite calls the whole ensemble per subset when they fit per subset.
+    ``weights``: a weighted average instead of the mean (unsupervised; e.g. a view's share chosen on a dev split)."""
 
-    def __init__(self, parts: list[Encoder]):
-        self.parts = parts
+    def __init__(self, parts: list[Encoder], weights: list[float] | None = None):
+        if weights is not None and len(weights) != len(parts):
+            raise ValueError(f"{len(weights)} weights for {len(parts)} ensemble parts")
+        self.parts, self.weights = parts, weights
         self.component_fit = parts[0].component_fit
 
     def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
         vectors = [part.encode(sentences, mode=mode) for part in self.parts]
-        return np.mean(vectors, axis=0) if mode == "unsupervised" else np.concatenate(vectors, axis=1)
+        if mode != "unsupervised":
+            return np.concatenate(vectors, axis=1)
+        return np.average(vectors, axis=0, weights=self.weights)
 
 
 def encode_many(encoder: Encoder, groups: list[list[str]], mode: Mode) -> list[np.ndarray]:

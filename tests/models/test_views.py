@@ -49,7 +49,7 @@ def test_unrolled_gru_matches_the_packed_kernel_in_values_and_gradients(lengths)
     x = torch.randn(len(lengths), max(lengths), 6)
     results = []
     for last_states in (lambda x: bigru_last_states(view.gru, x, sentences.lengths_cpu),
-                        lambda x: view._run(x, sentences, need_states=False)[1]):
+                        lambda x: view.states_and_last(x, sentences, need_states=False)[1]):
         view.zero_grad()
         inputs = x.clone().requires_grad_()
         last = last_states(inputs)

@@ -33,6 +33,11 @@ def test_combined_encoder_averages_unsupervised_and_concatenates_supervised():
     combined = CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")])
     np.testing.assert_allclose(combined.encode(["x", "y"]), [[2.0, 2.0], [0.5, 1.5]])
     np.testing.assert_allclose(combined.encode(["x", "y"], mode="supervised"), [[1, 0, 3, 4], [0, 2, 1, 1]])
+    weighted = CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")], weights=[0.25, 0.75])
+    np.testing.assert_allclose(weighted.encode(["x", "y"]), [[2.5, 3.0], [0.75, 1.25]])
+    np.testing.assert_allclose(weighted.encode(["x", "y"], mode="supervised"), [[1, 0, 3, 4], [0, 2, 1, 1]])
+    with pytest.raises(ValueError, match="1 weights for 2 ensemble parts"):
+        CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")], weights=[1.0])
 
 
 @pytest.mark.slow
