@@ -38,7 +38,8 @@ def main() -> None:
     parser.add_argument("--wordvecs", type=Path, required=True)
     parser.add_argument("--pc-corpus", type=Path, required=True, help="prepared corpus for the 'corpus' fit")
     parser.add_argument("--senteval-dir", type=Path, required=True)
-    parser.add_argument("--model", action="append", default=[], help="NAME=DIR of a trained model (repeatable)")
+    parser.add_argument("--model", action="append", default=[],
+                        help="NAME=DIR of a trained model (repeatable); NAME=DIR@f,g: these views of it, not --views")
     parser.add_argument("--views", default="ensemble,f,g", help="views of each model to evaluate")
     parser.add_argument("--supervised", default="", help="comma-separated supervised tasks, e.g. sickr,stsb,mr,cr")
     parser.add_argument("--protocol", default="full")
@@ -47,6 +48,9 @@ def main() -> None:
     parser.add_argument("--supervised-fits", default="task,corpus",
                         help="fits under which the supervised tasks also run (avg always runs them)")
     parser.add_argument("--out", type=Path, required=True, help="output path without extension")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows OUT.json already holds (same encoder, fit and protocol) instead of "
+                             "evaluating them again: OUT is rewritten after every row, so a stopped run continues")
     args = parser.parse_args()
 
     supervised = [t for t in args.supervised.split(",") if t]
@@ -57,11 +61,21 @@ def main() -> None:
                   for fit in (["none"] if baseline == "avg" else fits)]
     for item in args.model:
         name, _, directory = item.partition("=")
-        for view in args.views.split(","):
+        directory, _, views = directory.partition("@")
+        for view in (views or args.views).split(","):
             specs += [(f"{name} {view}", fit, {"model": Path(directory), "view": view}) for fit in fits]
 
+    done = {}
+    if args.resume and args.out.with_suffix(".json").exists():
+        previous = json.loads(args.out.with_suffix(".json").read_text())
+        if previous["protocol"] == args.protocol:
+            done = {(row["encoder"], row["component_fit"]): row for row in previous["rows"]}
     rows = []
     for name, fit, kwargs in specs:
+        if (name, fit) in done:
+            rows.append(done[(name, fit)])
+            print(f"{name:28s} {fit:7s} summary {rows[-1]['summary']:.1f}  (kept from {args.out}.json)", flush=True)
+            continue
         start = time.perf_counter()
         encoder = build_encoder(kwargs.get("model"), kwargs.get("baseline"), args.wordvecs, args.pc_corpus,
                                 component_fit=None if fit == "none" else fit, view=kwargs.get("view", "ensemble"))
@@ -72,18 +86,25 @@ def main() -> None:
         row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY]))
         rows.append(row)
         print(f"{name:28s} {fit:7s} summary {row['summary']:.1f}  ({row['seconds']:.0f} s)", flush=True)
+        write(args.out.with_suffix(".json"), json.dumps({"rows": rows, "protocol": args.protocol,
+                                                         "wordvecs": str(args.wordvecs)}, indent=1) + "\n")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps({"rows": rows, "protocol": args.protocol,
-                                                        "wordvecs": str(args.wordvecs)}, indent=1) + "\n")
     columns = UNSUP + supervised
     lines = ["| encoder | component fitted | mean STS12-14, SICK-R | " + " | ".join(columns) + " |",
              "|---|---|---|" + "---|" * len(columns)]
     for row in rows:
         cells = [f"{row['scores'][t]:.1f}" if row["scores"].get(t) is not None else "" for t in columns]
         lines.append(f"| {row['encoder']} | {row['component_fit']} | {row['summary']:.1f} | " + " | ".join(cells) + " |")
-    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write(args.out.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def write(path: Path, text: str) -> None:
+    """Whole or not at all: a run stopped while writing leaves the previous file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_suffix(path.suffix + ".tmp")
+    staging.write_text(text)
+    staging.replace(path)
 
 
 if __name__ == "__main__":
