@@ -48,6 +48,11 @@ class View(nn.Module, ABC):
     @abstractmethod
     def output_dim(self, mode: Mode) -> int: ...
 
+    def represent_words(self, sentences: Sentences, word_vectors: torch.Tensor) -> torch.Tensor:
+        """The training representation ``represent(embed(sentences, word_vectors), sentences)`` from token ids, so a
+        view may compute it without a (B, L, dim) tensor of every token's vector (``BiGRUView`` on a CPU)."""
+        return self.represent(embed(sentences, word_vectors), sentences)
+
 
 def register_view(cls: type[View]) -> type[View]:
     if cls.kind in _VIEW_CLASSES and _VIEW_CLASSES[cls.kind] is not cls:
