@@ -166,7 +166,7 @@ class BiGRUView(View):
         distinct word of the batch goes through the input projection once (``bigru_last_states_of_words``)."""
         if sentences.ids.device.type == "cpu":
             return bigru_last_states_of_words(self.gru, word_vectors, sentences.ids, sentences.lengths_cpu)
-        return self.represent(embed(sentences, word_vectors), sentences)
+        return super().represent_words(sentences, word_vectors)
 
     def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
         states, last = self.states_and_last(x, sentences, need_states=True)
