@@ -86,9 +86,7 @@ def bigru_last_states(gru: nn.GRU, x: torch.Tensor, lengths_cpu: torch.Tensor) -
     """[h_fwd_last; h_bwd_last] of a one-layer bi-directional batch-first ``gru`` over padded ``x`` (B, L, D) with
     host ``lengths_cpu`` (B,), each >= 1: (B, 2h), rows in the input's order."""
     _check(gru)
-    lengths, order = lengths_cpu.sort(descending=True)
-    order = order.to(x.device)
-    packed = pack_padded_sequence(x.index_select(0, order), lengths, batch_first=True)
+    packed, order = _pack_longest_first(x, lengths_cpu)
     # both directions' input projections in one product: (tokens, 6h)
     projected = nn.functional.linear(packed.data, *_input_projection(gru))
     return _bidirectional_last_states(gru, projected, packed.batch_sizes.tolist(), order, x.dtype)
@@ -104,13 +102,18 @@ def bigru_last_states_of_words(gru: nn.GRU, word_vectors: torch.Tensor, ids: tor
     are gathered per token (the gather's backward sums their gradients per word), so every token's W_i x + b_i is
     the same product and W_i's gradient the same sum, in another order."""
     _check(gru)
-    lengths, order = lengths_cpu.sort(descending=True)
-    order = order.to(ids.device)
-    packed = pack_padded_sequence(ids.index_select(0, order), lengths, batch_first=True)
+    packed, order = _pack_longest_first(ids, lengths_cpu)
     words, position = torch.unique(packed.data, return_inverse=True)
     projected = nn.functional.linear(word_vectors.index_select(0, words), *_input_projection(gru))
     return _bidirectional_last_states(gru, projected.index_select(0, position), packed.batch_sizes.tolist(),
                                       order, word_vectors.dtype)
+
+
+def _pack_longest_first(padded: torch.Tensor, lengths_cpu: torch.Tensor):
+    """``padded``'s rows (B, L, ...) packed longest first, and the order that sorted them (on ``padded``'s device)."""
+    lengths, order = lengths_cpu.sort(descending=True)
+    order = order.to(padded.device)
+    return pack_padded_sequence(padded.index_select(0, order), lengths, batch_first=True), order
 
 
 def _check(gru: nn.GRU) -> None:
