@@ -41,10 +41,8 @@ def train(
     from skipview.platform.training.config import RunSettings, load_settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # absolute paths: Ray workers run in their own working directories
-    base = {"objective": objective, "corpus": str(corpus.resolve()),
-            "wordvecs": str(wordvecs.resolve()) if wordvecs else None,
-            "senteval_dir": str(senteval_dir.resolve()) if senteval_dir else None}
+    base = {"objective": objective, "corpus": str(corpus), "wordvecs": str(wordvecs) if wordvecs else None,
+            "senteval_dir": str(senteval_dir) if senteval_dir else None}
     try:
         settings = load_settings(config, base, set_)
         driver.check_inputs(settings, gpus_per_worker)

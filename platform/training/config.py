@@ -155,4 +155,12 @@ def load_settings(config_file: str | Path | None, base: dict[str, Any], override
     tree.update({k: v for k, v in base.items() if v is not None})
     for key, value in [*(typed or {}).items(), *parse_overrides(overrides)]:
         set_dotted(tree, key, value)
-    return TrainSettings.model_validate(tree)
+    return absolute_paths(TrainSettings.model_validate(tree))
+
+
+def absolute_paths(settings: TrainSettings) -> TrainSettings:
+    """Tune trials and Train workers run in their own working directories: relative data paths (from the command
+    line or from a config file) are resolved on the driver first."""
+    update = {key: str(Path(value).resolve()) for key in ("corpus", "wordvecs", "senteval_dir")
+              if (value := getattr(settings, key)) and "://" not in value}
+    return settings.model_copy(update=update)

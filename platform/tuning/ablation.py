@@ -30,10 +30,9 @@ from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import lineage_tags
 from skipview.platform.training import driver
-from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, set_dotted
+from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, absolute_paths, set_dotted
 from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
                                              Matrix, PlannedRun, metric_key, plan)
-from skipview.platform.tuning.search import absolute_paths
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import yaml
 
 from skipview.platform.tracking import lineage, store
 from skipview.platform.training import driver
-from skipview.platform.training.config import RunSettings, TrainSettings
+from skipview.platform.training.config import RunSettings, TrainSettings, absolute_paths
 from skipview.platform.files import write_text_aside
 from skipview.platform.tuning.space import SearchSpace, apply_trial
 
@@ -231,14 +231,6 @@ def _resolved(search: SearchSettings) -> SearchSettings:
     working directories, where ``runs`` or ``./mlflow.db`` would mean somewhere else."""
     return replace(search, tracking_uri=search.tracking_uri or store.tracking_uri(),
                    storage=driver.storage_root(search.storage))
-
-
-def absolute_paths(settings: TrainSettings) -> TrainSettings:
-    """Tune trials and Train workers run in their own working directories: relative data paths are resolved on
-    the driver first."""
-    update = {key: str(Path(value).resolve()) for key in ("corpus", "wordvecs", "senteval_dir")
-              if (value := getattr(settings, key)) and "://" not in value}
-    return settings.model_copy(update=update)
 
 
 def _summarise(result, search: SearchSettings, budget: int) -> TrialSummary:

@@ -22,6 +22,18 @@ def test_config_file_then_options_then_set(tmp_path):
     assert settings.objective_settings == {"hidden": 64, "invertible": False}
 
 
+def test_data_paths_of_a_config_file_are_made_absolute_on_the_driver(tmp_path, monkeypatch):
+    """Ray's workers run in their own working directories: a config's relative ``senteval_dir`` (as in a search's
+    best_config.yaml) once reached the worker as written and failed there, after Ray had started."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "best_config.yaml"
+    config.write_text("senteval_dir: data/senteval/downstream\nwordvecs: data/wv\n")
+    settings = load_settings(config, {"objective": "disc", "corpus": "data/prepared"}, [])
+    assert (settings.corpus, settings.wordvecs, settings.senteval_dir) == (
+        str(tmp_path / "data/prepared"), str(tmp_path / "data/wv"), str(tmp_path / "data/senteval/downstream"))
+    assert load_settings(None, {"objective": "disc", "corpus": "s3://bucket/c"}, []).corpus == "s3://bucket/c"
+
+
 def test_config_section_of_a_params_file(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text("data_root: x\ntrain:\n  settings:\n    max_steps: 9\n")
