@@ -38,6 +38,8 @@ from pathlib import Path
 
 import psutil
 
+from emit import emit
+
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 TINY_OBJECTIVE_DIR = TESTS / "platform" / "training"
@@ -213,11 +215,7 @@ def main() -> None:
                 "command": shlex.join(["nice", "-n", str(os.nice(0)), "python", *sys.argv]),
                 "protocol": __doc__.split("\n\n", 2)[2].strip(),
                 "summary": summary, "runs": runs}
-    text = json.dumps(document, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(document, args.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Where a whole training run's wall time went: start-up, steps, in-training STS14 evaluations, checkpoints, the
 final model, and what the command did after training (issue 28's per-phase breakdown).
 
-    python benchmarks/run_phases.py --db RUN_DIR/mlflow.db --run-name NAME --log RUN_DIR/log.txt \
+    python benchmarks/run_phases.py --tracking-uri sqlite:///RUN_DIR/mlflow.db --run-name NAME --log RUN_DIR/log.txt \
         --start EPOCH_S --end EPOCH_S [--label TEXT] [--out FILE]
 
 It reads what every run already records, so it can break down a run of any commit: the MLflow run (its start and
@@ -29,33 +29,32 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sqlite3
 import statistics
 import time
 from pathlib import Path
+
+from skipview.platform.tracking import store
 
 EVALUATION = re.compile(r"sts14 done in ([0-9.]+) s")
 CHECKPOINT_CREATED = re.compile(r"Checkpoint successfully created at: .*checkpoint_(\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d+)")
 
 
-def phases(db: Path, run_name: str, log_text: str, start: float, end: float) -> dict:
-    with sqlite3.connect(db) as connection:
-        row = connection.execute("select run_uuid, start_time, end_time from runs where name = ?", (run_name,)).fetchone()
-        if row is None:
-            raise SystemExit(f"{db}: no run named {run_name}")
-        run_id, run_start_ms, run_end_ms = row
-        windows = connection.execute(
-            "select step, value, timestamp from metrics where run_uuid = ? and key = 'sentences_per_s' order by step",
-            (run_id,)).fetchall()
-        batch_size = int(connection.execute("select value from params where run_uuid = ? and key = 'train.batch_size'",
-                                            (run_id,)).fetchone()[0])
-        workers = connection.execute("select value from tags where run_uuid = ? and key = 'skipview.worker_nodes'",
-                                     (run_id,)).fetchone()
-        # the final checkpoint is evaluated too; it belongs to the final model
-        checkpoint_steps = {step for (step,) in connection.execute(
-            "select step from metrics where run_uuid = ? and key = 'sts14' and step > 0", (run_id,))}
-        checkpoint_steps.discard(max(checkpoint_steps, default=None))
-    world_size = len(workers[0].split()) if workers else 1
+def phases(tracking_uri: str, run_name: str, log_text: str, start: float, end: float) -> dict:
+    mlflow_client = store.client(tracking_uri)
+    found = mlflow_client.search_runs(search_all_experiments(mlflow_client),
+                                      filter_string=f"attributes.run_name = '{run_name}'")
+    if not found:
+        raise SystemExit(f"{tracking_uri}: no run named {run_name}")
+    run = found[0]
+    run_id, run_start_ms, run_end_ms = run.info.run_id, run.info.start_time, run.info.end_time
+    windows = sorted((m.step, m.value, m.timestamp)
+                     for m in mlflow_client.get_metric_history(run_id, "sentences_per_s"))
+    batch_size = int(run.data.params["train.batch_size"])
+    workers = run.data.tags.get("skipview.worker_nodes")
+    # the final checkpoint is evaluated too; it belongs to the final model
+    checkpoint_steps = {m.step for m in mlflow_client.get_metric_history(run_id, "sts14") if m.step > 0}
+    checkpoint_steps.discard(max(checkpoint_steps, default=None))
+    world_size = len(workers.split()) if workers else 1
     # the workers' lines only (the study's own evaluation after training logs the same words); one evaluation is a
     # line per view, and there is one before the first step, one per checkpoint and one with the final checkpoint
     evaluations = [float(x) for line in log_text.splitlines() if "RayTrainWorker" in line
@@ -109,10 +108,15 @@ def phases(db: Path, run_name: str, log_text: str, start: float, end: float) -> 
     return out
 
 
+def search_all_experiments(mlflow_client) -> list[str]:
+    return [e.experiment_id for e in mlflow_client.search_experiments()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, required=True, help="the run's MLflow sqlite database")
+    parser.add_argument("--tracking-uri", required=True,
+                        help="the run's MLflow store (sqlite:///PATH/mlflow.db, or a tracking server)")
     parser.add_argument("--run-name", required=True, help="the MLflow run's name")
     parser.add_argument("--log", type=Path, required=True, help="the command's output (the workers' log lines)")
     parser.add_argument("--start", type=float, required=True, help="the command's start, seconds since the epoch")
@@ -120,7 +124,7 @@ def main() -> None:
     parser.add_argument("--label", default="", help="what this run was (commit, settings)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
-    result = {"label": args.label, **phases(args.db, args.run_name, args.log.read_text(errors="replace"),
+    result = {"label": args.label, **phases(args.tracking_uri, args.run_name, args.log.read_text(errors="replace"),
                                              args.start, args.end)}
     text = json.dumps(result, indent=2)
     print(text)

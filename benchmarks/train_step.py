@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from emit import emit
 from skipview.models import registry
 from skipview.models.batching import iterate_batches
 from skipview.models.corpus import PreparedCorpus
@@ -283,13 +284,7 @@ def main(benchmark: str = "train_step", build=registry.build_objective, objectiv
         "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
         "results": results,
     }
-    text = json.dumps(document, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        staging = args.out.with_suffix(".tmp")
-        staging.write_text(text)
-        staging.replace(args.out)
+    emit(document, args.out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""The trained profile end to end, as a whole process at a given commit, and the before/after table of such runs
+(issue 28: the three-epoch novels-with-news disc (f, g) model, as the novels_news study's stage runs it).
+
+    # one run: the code of COMMIT (a worktree and its package installed aside), the data of this checkout
+    python benchmarks/profile_e2e.py run --commit 964e737 --label before --out-dir /tmp/prof
+    python benchmarks/profile_e2e.py run --commit c0e6331 --label after_2x1_n512 --out-dir /tmp/prof \\
+        --layout "--workers 2 --cpus-per-worker 1" [--seed 1]
+    # the table: every run under --out-dir, its phases (run_phases.py) and scores, against the run labelled before
+    python benchmarks/profile_e2e.py collect --out-dir /tmp/prof --json reports/benchmarks/profile_e2e.json
+
+Runs are whole processes one after another on an idle machine: each times the ``skipview ablation`` command around
+the process and keeps its MLflow store, log and report in ``OUT_DIR/LABEL/`` (``time.json`` says what ran). A run's
+code is its commit's, installed with ``pip install --target`` and put first on ``PYTHONPATH``, so an old commit is
+measured with the same interpreter and dependencies as a new one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from run_phases import phases
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+PROFILE = ("--config reports/tune_sif_claim/best_config.yaml --corpus {data}/novels_news/prepared "
+           "--wordvecs {data}/novels_news/wordvecs --senteval-dir {data}/senteval/downstream "
+           "--matrix platform/tuning/sif_claim.yaml --cells disc-fg --first-seed {seed} --seeds 1 "
+           "--tasks sts12,sts13,sts14,stsb_unsup,sickr_unsup --protocol fast --component-fit subset {layout} "
+           "--set max_steps=null --set epochs=3 --set checkpoint_every=500 --set postprocessing_sentences=5000 "
+           "--set precision=bf16 --storage {out}/runs --name prof-{name} --experiment prof-{name} "
+           "--report-dir {out}/report")
+
+
+def run(args: argparse.Namespace) -> None:
+    out = (args.out_dir / args.label).resolve()
+    if (out / "time.json").exists():
+        raise SystemExit(f"{out / 'time.json'}: this label has run already; choose another --label")
+    out.mkdir(parents=True, exist_ok=True)
+    tree, package = out / "tree", out / "package"
+    commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--short", args.commit],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(tree), commit], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(package), str(tree)], check=True)
+    name = args.label.replace("_", "-")
+    arguments = PROFILE.format(data=(REPOSITORY / "data").resolve(), seed=args.seed, layout=args.layout, out=out,
+                               name=name)
+    command = [str(Path(sys.executable).with_name("skipview")), "ablation", *shlex.split(arguments)]
+    environment = {**os.environ, "PYTHONPATH": str(package), "MLFLOW_TRACKING_URI": f"sqlite:///{out}/mlflow.db"}
+    load_before = os.getloadavg()
+    start = time.time()
+    with open(out / "log.txt", "w") as log:
+        code = subprocess.run(command, cwd=tree, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
+    end = time.time()
+    record = {"label": args.label, "commit": commit, "layout": args.layout, "seed": args.seed,
+              "command": "skipview ablation " + arguments, "tracking_uri": environment["MLFLOW_TRACKING_URI"],
+              "run_name": f"prof-{name}-disc-fg-seed{args.seed}", "start": start, "end": end,
+              "wall_s": round(end - start, 1), "exit_code": code, "load_average_before": load_before,
+              "load_average_after": os.getloadavg()}
+    (out / "time.json").write_text(json.dumps(record, indent=2) + "\n")
+    subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "remove", "--force", str(tree)], check=True)
+    print(json.dumps(record))
+    if code:
+        raise SystemExit(f"the profile exited with {code}: {out / 'log.txt'}")
+
+
+def collect(args: argparse.Namespace) -> None:
+    previous = json.loads(args.json.read_text()) if args.json.exists() else {}
+    runs = {}
+    for record_file in sorted(args.out_dir.glob("*/time.json")):
+        record = json.loads(record_file.read_text())
+        report = record_file.parent / "report" / "ablation_summary.json"
+        if record["exit_code"] or not report.exists():
+            continue
+        log_text = (record_file.parent / "log.txt").read_text(errors="replace")
+        breakdown = phases(record["tracking_uri"], record["run_name"], log_text, record["start"], record["end"])
+        cell = json.loads(report.read_text())["cells"]["disc-fg"]
+        scores = {view: {task: round(v["mean"], 2) for task, v in cell[view].items()} for view in ("f", "g", "ensemble")}
+        # what a reader wrote beside a run (e.g. its windows) is kept; what is measured is taken anew
+        runs[record["label"]] = {
+            **previous.get("runs", {}).get(record["label"], {}),
+            **{k: record[k] for k in ("commit", "layout", "seed", "command", "exit_code")},
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["start"])),
+            "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["end"])),
+            **breakdown, "scores": scores}
+    if "before" not in runs:
+        raise SystemExit(f"{args.out_dir}: no finished run labelled before to compare with")
+    before = runs["before"]
+    for run_ in runs.values():
+        run_["wall_over_before"] = round(run_["wall_s"] / before["wall_s"], 3)
+        run_["steps_speedup_over_before"] = round(before["phases_s"]["steps"] / run_["phases_s"]["steps"], 3)
+    # the description of the study (machine, protocol, target, seeds' spread) is kept; the runs are measured anew
+    args.json.write_text(json.dumps({**previous, "runs": runs}, indent=2) + "\n")
+    print(json.dumps({label: (r["wall_s"], r["wall_over_before"], r["scores"]["ensemble"]["sts_avg"])
+                      for label, r in runs.items()}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    one = commands.add_parser("run", help="one whole profile run at a commit, timed")
+    one.add_argument("--commit", required=True, help="the code to run (any git revision of this repository)")
+    one.add_argument("--label", required=True, help="the run's name in the table (before: the baseline)")
+    one.add_argument("--out-dir", type=Path, required=True, help="where the runs' folders go")
+    one.add_argument("--layout", default="--workers 1 --cpus-per-worker 2",
+                     help="the worker options given to skipview ablation (default: one worker of two threads)")
+    one.add_argument("--seed", type=int, default=0, help="the model's seed (the target is seed 0)")
+    one.set_defaults(handler=run)
+    table = commands.add_parser("collect", help="the before/after table of the runs under --out-dir")
+    table.add_argument("--out-dir", type=Path, required=True)
+    table.add_argument("--json", type=Path, default=REPOSITORY / "reports/benchmarks/profile_e2e.json",
+                       help="the table (its description fields are kept, its runs replaced)")
+    table.set_defaults(handler=collect)
+    args = parser.parse_args()
+    args.handler(args)
+
+
+if __name__ == "__main__":
+    main()
