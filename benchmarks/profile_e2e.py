@@ -5,7 +5,7 @@
     python benchmarks/profile_e2e.py run --commit 964e737 --label before --out-dir /tmp/prof
     python benchmarks/profile_e2e.py run --commit c0e6331 --label after_2x1_n512 --out-dir /tmp/prof \\
         --layout "--workers 2 --cpus-per-worker 1" [--seed 1]
-    # the table: every run under --out-dir, its phases (run_phases.py) and scores, against the run labelled before
+    # the table: every run under --out-dir, its phases (run_phases.py) and scores, against the runs labelled before*
     python benchmarks/profile_e2e.py collect --out-dir /tmp/prof --json reports/benchmarks/profile_e2e.json
 
 Runs are whole processes one after another on an idle machine: each times the ``skipview ablation`` command around
@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -89,12 +90,16 @@ def collect(args: argparse.Namespace) -> None:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["start"])),
             "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["end"])),
             **breakdown, "scores": scores}
-    if "before" not in runs:
-        raise SystemExit(f"{args.out_dir}: no finished run labelled before to compare with")
-    before = runs["before"]
+    # the baseline is the mean of every run labelled before*: this machine's speed drifts (by up to 20 % within
+    # an hour), so a before run on each side of the after runs brackets them
+    befores = [r for label, r in runs.items() if label.startswith("before")]
+    if not befores:
+        raise SystemExit(f"{args.out_dir}: no finished run labelled before* to compare with")
+    before_wall = statistics.mean(r["wall_s"] for r in befores)
+    before_steps = statistics.mean(r["phases_s"]["steps"] for r in befores)
     for run_ in runs.values():
-        run_["wall_over_before"] = round(run_["wall_s"] / before["wall_s"], 3)
-        run_["steps_speedup_over_before"] = round(before["phases_s"]["steps"] / run_["phases_s"]["steps"], 3)
+        run_["wall_over_before"] = round(run_["wall_s"] / before_wall, 3)
+        run_["steps_speedup_over_before"] = round(before_steps / run_["phases_s"]["steps"], 3)
     # the description of the study (machine, protocol, target, seeds' spread) is kept; the runs are measured anew
     args.json.write_text(json.dumps({**previous, "runs": runs}, indent=2) + "\n")
     print(json.dumps({label: (r["wall_s"], r["wall_over_before"], r["scores"]["ensemble"]["sts_avg"])
@@ -107,7 +112,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     one = commands.add_parser("run", help="one whole profile run at a commit, timed")
     one.add_argument("--commit", required=True, help="the code to run (any git revision of this repository)")
-    one.add_argument("--label", required=True, help="the run's name in the table (before: the baseline)")
+    one.add_argument("--label", required=True, help="the run's name in the table (before, before_2, ...: the baseline, their mean)")
     one.add_argument("--out-dir", type=Path, required=True, help="where the runs' folders go")
     one.add_argument("--layout", default="--workers 1 --cpus-per-worker 2",
                      help="the worker options given to skipview ablation (default: one worker of two threads)")

@@ -49,7 +49,9 @@ def test_a_study_types_its_cells_settings(repo, tmp_path):
     disc = cell_settings(study.base, cells["disc-fg"], 1)
     assert (gen.batch_size, gen.objective_settings["negatives"], gen.epochs, gen.seed) == (256, 2, 3, 1)
     assert (disc.batch_size, disc.epochs, disc.optimizer.lr) == (512, 3, pytest.approx(0.0017105267238723216))
-    assert gen.corpus == "data/novels_news/prepared" and gen.wordvecs == "data/novels_news/wordvecs"
+    # data/<corpus>/..., made absolute on the driver (Ray's workers run in their own working directories)
+    assert gen.corpus == str(Path("data/novels_news/prepared").resolve())
+    assert gen.wordvecs == str(Path("data/novels_news/wordvecs").resolve())
     settings = study.settings(seeds=1, first_seed=2)
     assert (settings.name, settings.seeds, settings.first_seed, settings.component_fit) == ("example", 1, 2, "subset")
 
