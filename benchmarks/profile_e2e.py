@@ -47,7 +47,17 @@ def run(args: argparse.Namespace) -> None:
     commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--short", args.commit],
                             capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(tree), commit], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+    try:
+        record = timed_run(args, out, tree, package, commit)
+    finally:                                # a failed run (a full disk) must not leave the label's worktree behind
+        subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "remove", "--force", str(tree)], check=True)
+    print(json.dumps(record))
+    if record["exit_code"]:
+        raise SystemExit(f"the profile exited with {record['exit_code']}: {out / 'log.txt'}")
+
+
+def timed_run(args: argparse.Namespace, out: Path, tree: Path, package: Path, commit: str) -> dict:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps", "--no-build-isolation",
                     "--target", str(package), str(tree)], check=True)
     name = args.label.replace("_", "-")
     arguments = PROFILE.format(data=(REPOSITORY / "data").resolve(), seed=args.seed, layout=args.layout, out=out,
@@ -65,10 +75,7 @@ def run(args: argparse.Namespace) -> None:
               "wall_s": round(end - start, 1), "exit_code": code, "load_average_before": load_before,
               "load_average_after": os.getloadavg()}
     (out / "time.json").write_text(json.dumps(record, indent=2) + "\n")
-    subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "remove", "--force", str(tree)], check=True)
-    print(json.dumps(record))
-    if code:
-        raise SystemExit(f"the profile exited with {code}: {out / 'log.txt'}")
+    return record
 
 
 def collect(args: argparse.Namespace) -> None:
