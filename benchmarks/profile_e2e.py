@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def timed_run(args: argparse.Namespace, out: Path, tree: Path, package: Path, commit: str) -> dict:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps", "--no-build-isolation",
-                    "--target", str(package), str(tree)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps",
+                    "--no-build-isolation", "--target", str(package), str(tree)], check=True)
     name = args.label.replace("_", "-")
     arguments = PROFILE.format(data=(REPOSITORY / "data").resolve(), seed=args.seed, layout=args.layout, out=out,
                                name=name)
