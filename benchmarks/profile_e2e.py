@@ -89,7 +89,8 @@ def collect(args: argparse.Namespace) -> None:
         log_text = (record_file.parent / "log.txt").read_text(errors="replace")
         breakdown = phases(record["tracking_uri"], record["run_name"], log_text, record["start"], record["end"])
         cell = json.loads(report.read_text())["cells"]["disc-fg"]
-        scores = {view: {task: round(v["mean"], 2) for task, v in cell[view].items()} for view in ("f", "g", "ensemble")}
+        scores = {view: {task: round(v["mean"], 2) for task, v in cell[view].items()}
+                  for view in ("f", "g", "ensemble")}
         # what a reader wrote beside a run (e.g. its windows) is kept; what is measured is taken anew
         runs[record["label"]] = {
             **previous.get("runs", {}).get(record["label"], {}),
@@ -119,7 +120,8 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     one = commands.add_parser("run", help="one whole profile run at a commit, timed")
     one.add_argument("--commit", required=True, help="the code to run (any git revision of this repository)")
-    one.add_argument("--label", required=True, help="the run's name in the table (before, before_2, ...: the baseline, their mean)")
+    one.add_argument("--label", required=True,
+                     help="the run's name in the table (before, before_2, ...: the baseline, their mean)")
     one.add_argument("--out-dir", type=Path, required=True, help="where the runs' folders go")
     one.add_argument("--layout", default="--workers 1 --cpus-per-worker 2",
                      help="the worker options given to skipview ablation (default: one worker of two threads)")
