@@ -63,6 +63,8 @@ def timed_run(args: argparse.Namespace, out: Path, tree: Path, package: Path, co
     arguments = PROFILE.format(data=(REPOSITORY / "data").resolve(), seed=args.seed, layout=args.layout, out=out,
                                name=name)
     command = [str(Path(sys.executable).with_name("skipview")), "ablation", *shlex.split(arguments)]
+    # the record names the checkout's data and the run's folder as a reader would give them, not this machine's paths
+    portable = PROFILE.format(data="data", seed=args.seed, layout=args.layout, out="OUT_DIR/LABEL", name=name)
     environment = {**os.environ, "PYTHONPATH": str(package), "MLFLOW_TRACKING_URI": f"sqlite:///{out}/mlflow.db"}
     load_before = os.getloadavg()
     start = time.time()
@@ -70,7 +72,7 @@ def timed_run(args: argparse.Namespace, out: Path, tree: Path, package: Path, co
         code = subprocess.run(command, cwd=tree, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
     end = time.time()
     record = {"label": args.label, "commit": commit, "layout": args.layout, "seed": args.seed,
-              "command": "skipview ablation " + arguments, "tracking_uri": environment["MLFLOW_TRACKING_URI"],
+              "command": "skipview ablation " + portable, "tracking_uri": environment["MLFLOW_TRACKING_URI"],
               "run_name": f"prof-{name}-disc-fg-seed{args.seed}", "start": start, "end": end,
               "wall_s": round(end - start, 1), "exit_code": code, "load_average_before": load_before,
               "load_average_after": os.getloadavg()}

@@ -122,8 +122,7 @@ def main() -> None:
 
     layouts = [parse_layout(item) for item in args.workers]
     base = {"objective": args.objective or (None if args.config else "disc"),
-            # absolute: Ray's workers do not run in this directory
-            "corpus": str(Path(args.corpus).resolve()), "wordvecs": str(Path(args.wordvecs).resolve()),
+            "corpus": args.corpus, "wordvecs": args.wordvecs,       # load_settings makes them absolute
             "max_steps": args.steps, "checkpoint_every": args.steps, "postprocessing_sentences": 1000}
     hidden = args.hidden_size or (None if args.config else 64)
     # throughput only: no epoch bound and no STS14 evaluation, whatever the config says (None as YAML's null: the
