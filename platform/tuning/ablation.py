@@ -135,6 +135,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
         raise ValueError(f"{base.senteval_dir}: none of the tasks {', '.join(study.tasks)} has data there")
     records = []
     planned = plan(matrix, study.seeds, study.references, study.first_seed)
+    recorded = standing_records(planned, recorded)
     for index, planned_run in enumerate(planned, 1):
         log.info("[%d/%d] %s", index, len(planned), planned_run.run_name)
         if (planned_run.cell.name, planned_run.seed) in recorded:
@@ -145,6 +146,15 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
         if after_each is not None and not records[-1]["skipped"]:
             after_each()
     return records
+
+
+def standing_records(planned: list[PlannedRun], recorded: Collection[tuple[str, int]]) -> set[tuple[str, int]]:
+    """The (cell, seed) pairs a committed record may stand for. A combined row is computed from its parts' models,
+    which must be on this machine: a part that only a record stands for (trained on another machine) is trained
+    here again when its combined row is still to be made."""
+    needed = {(part.split("/")[0], run.seed) for run in planned
+              if run.cell.combine and (run.cell.name, run.seed) not in recorded for part in run.cell.combine}
+    return set(recorded) - needed
 
 
 def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:

@@ -125,3 +125,13 @@ def test_bad_matrix_files_name_file_line_and_key(tmp_path, body, where, reason):
         load_matrix(path)
     assert f"{path}{where}: " in str(caught.value), str(caught.value)
     assert reason in str(caught.value)
+
+
+def test_a_combined_row_still_to_make_retrains_parts_that_only_a_record_stands_for():
+    from skipview.platform.tuning.ablation import standing_records
+
+    planned = plan(load_matrix(DEFAULT_MATRIX).subset(["disc-ff", "disc-gg", "disc-ff+disc-gg"]), seeds=2)
+    # seed 0: ff and gg trained elsewhere, the ensemble not yet made -> both parts train again here;
+    # seed 1: the ensemble's own record stands, so its parts' records stand too
+    recorded = {("disc-ff", 0), ("disc-gg", 0), ("disc-gg", 1), ("disc-ff+disc-gg", 1)}
+    assert standing_records(planned, recorded) == {("disc-gg", 1), ("disc-ff+disc-gg", 1)}
