@@ -182,30 +182,51 @@ class BiGRUView(View):
 
 @register_view
 class LinearView(View):
-    """g: mean over time of W x_t, W of shape (output_dim, input_dim) (paper: 2h x word dim), no bias."""
+    """g: mean over time of W x_t, W of shape (output_dim, input_dim) (paper: 2h x word dim), no bias.
+
+    ``word_weights="usif"`` (not the paper's g; issue 38): g averages each word's unit-length vector times its uSIF
+    weight, ``mean_t(W a(w_t) x_t / |x_t|)``, as uSIF (Ethayarajh 2018) averages its words, so the weighting is part
+    of the model that is trained and saved. The per-word factor ``a(w) / |x_w|`` is a fixed buffer, set once from
+    the corpus counts (``set_word_scale``) and saved with the weights."""
 
     kind = "linear"
 
-    def __init__(self, input_dim: int, output_dim: int):
+    def __init__(self, input_dim: int, output_dim: int, word_weights: Literal["none", "usif"] = "none",
+                 vocab_size: int = 0):
         super().__init__()
-        self.input_dim, self.out_dim = input_dim, output_dim
+        self.input_dim, self.out_dim, self.word_weights = input_dim, output_dim, word_weights
         self.linear = nn.Linear(input_dim, output_dim, bias=False)
         he_normal_(self.linear.weight.data)
+        if word_weights != "none":
+            if vocab_size <= 0:
+                raise ValueError(f"a g with word_weights={word_weights!r} needs the vocabulary size")
+            self.register_buffer("word_scale", torch.zeros(vocab_size))
 
     def config(self) -> dict:
-        return {"input_dim": self.input_dim, "output_dim": self.out_dim}
+        config = {"input_dim": self.input_dim, "output_dim": self.out_dim}
+        if self.word_weights != "none":
+            config.update(word_weights=self.word_weights, vocab_size=len(self.word_scale))
+        return config
+
+    def set_word_scale(self, weights: torch.Tensor, word_vectors: torch.Tensor) -> None:
+        """Each word's factor: its weight over its vector's length (0 for a word without a vector)."""
+        norms = word_vectors.norm(dim=1)
+        self.word_scale.copy_(torch.where(norms > 0, weights / norms.clamp_min(1e-12), torch.zeros_like(norms)))
 
     def output_dim(self, mode: Mode) -> int:
         return self.out_dim * (3 if mode == "supervised" else 1)
 
+    def weighted(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
+        return x if self.word_weights == "none" else x * self.word_scale[sentences.ids][..., None].to(x.dtype)
+
     def represent(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
         # W is linear, so mean_t(W x_t) = W mean_t(x_t): one (B, dim) x (dim, 2h) product instead of B*L of them
-        return self.linear(masked_mean(x, sentences.mask(), sentences.lengths))
+        return self.linear(masked_mean(self.weighted(x, sentences), sentences.mask(), sentences.lengths))
 
     def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
         if mode == "unsupervised":
             return self.represent(x, sentences)
-        projected = self.linear(x)
+        projected = self.linear(self.weighted(x, sentences))
         mask = sentences.mask()
         return torch.cat([masked_max(projected, mask), masked_mean(projected, mask, sentences.lengths),
                           masked_min(projected, mask)], dim=-1)
@@ -214,9 +235,14 @@ class LinearView(View):
         return self.pool(embed(sentences, word_vectors), sentences, mode)
 
 
-def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size: int) -> BiGRUView | LinearView:
-    """The paper's f or g for word vectors of ``word_dim`` and a GRU of ``hidden_size`` per direction."""
-    return BiGRUView(word_dim, hidden_size) if kind == "f" else LinearView(word_dim, 2 * hidden_size)
+def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size: int,
+                            g_word_weights: Literal["none", "usif"] = "none", vocab_size: int = 0
+                            ) -> BiGRUView | LinearView:
+    """The paper's f or g for word vectors of ``word_dim`` and a GRU of ``hidden_size`` per direction; g weighted
+    per word when ``g_word_weights`` says so (``LinearView``)."""
+    if kind == "f":
+        return BiGRUView(word_dim, hidden_size)
+    return LinearView(word_dim, 2 * hidden_size, g_word_weights, vocab_size)
 
 
 def frozen_word_vectors(word_vectors, vocab_size: int) -> torch.Tensor:
