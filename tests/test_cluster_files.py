@@ -23,6 +23,7 @@ import typer.main
 import yaml
 from ray.autoscaler._private.providers import _NODE_PROVIDERS
 from ray.autoscaler._private.util import prepare_config, validate_config
+from ray.runtime_env import RuntimeEnv
 
 from skipview.platform.cli import app
 from skipview.platform.training.config import check_precision, load_settings
@@ -113,6 +114,8 @@ def test_rayjob_manifest_matches_kuberays_schema():
     manifest = rayjob()
     assert (manifest["apiVersion"], manifest["kind"]) == ("ray.io/v1", "RayJob")
     assert list(validator.iter_errors(manifest)) == []
+    runtime_env = RuntimeEnv(**yaml.safe_load(manifest["spec"]["runtimeEnvYAML"]))    # Ray's own check of it
+    assert runtime_env["env_vars"]["MLFLOW_TRACKING_URI"].startswith("http://")
 
     misspelt = rayjob()
     misspelt["spec"]["entryPoint"] = misspelt["spec"].pop("entrypoint")
