@@ -281,8 +281,8 @@ def assumptions(args, rates: dict, ddp: dict, data: dict, profile: dict) -> list
         f"DDP, measured: only on CPUs: two workers of one thread run at {ddp['efficiency_2_workers']:.2f} of twice "
         f"one worker ({ddp['file']}: {ddp['two_workers']:,.0f} against {ddp['one_worker']:,.0f} sentences/s, the "
         f"two workers sharing {ddp['cpu_count']} cores, with whatever else loaded the machine: a CPU figure, not "
-        f"an interconnect's). hours_at_cpu_ddp_efficiency applies {args.cpu_efficiency:.2f} "
-        "(--cpu-efficiency) to 8 and 64 GPUs as a pessimistic bound.",
+        f"an interconnect's). The column 'hours at the CPU-measured DDP efficiency' is a second estimate: "
+        f"{args.cpu_efficiency:.2f} (--cpu-efficiency) in place of the modelled efficiency on 8 and 64 GPUs.",
         f"DDP, modelled for GPUs: efficiency = step / (step + ring all-reduce of the fp32 gradients, not overlapped "
         f"with the backward pass), the parameter count measured with the step; bus bandwidth {args.intra_node_gbs:g} "
         f"GB/s inside a node of 8 (NVLink; --intra-node-gbs) and {args.inter_node_gbs:g} GB/s a GPU between nodes "
@@ -398,7 +398,7 @@ def main() -> None:
     parser.add_argument("--intra-node-gbs", type=float, default=300.0)
     parser.add_argument("--inter-node-gbs", type=float, default=40.0)
     parser.add_argument("--cpu-efficiency", type=float, default=None,
-                        help="the DDP efficiency for the pessimistic column (default: the CPU-measured one)")
+                        help="the DDP efficiency of the second estimate's column (default: the CPU-measured one)")
     parser.add_argument("--prep-cores", type=int, default=32)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "cost.json")
     parser.add_argument("--markdown", type=Path, default=None)
