@@ -40,11 +40,15 @@ class ComponentFitName(str, Enum):
     corpus = "corpus"
     task = "task"
     subset = "subset"
+    subset_stacked = "subset-stacked"
+    subset_sides = "subset-sides"
 
 
 ComponentFitOpt = Annotated[ComponentFitName, typer.Option(
     "--component-fit", help="Where the top principal component is fitted, for every encoder alike: 'subset' = on "
-                            "each STS subset (Arora et al.'s STS evaluation; other tasks per task), 'task' = on each "
+                            "each STS subset's distinct sentences (other tasks per task); 'subset-stacked' = its A "
+                            "and B sentences with repeats (uSIF's released evaluation); 'subset-sides' = A and B "
+                            "each on their own (Arora et al.'s released evaluation); 'task' = on each "
                             "task (the multi-view paper's modified SentEval), 'corpus' = on training sentences "
                             "(a model's stored components; a baseline needs --pc-corpus).")]
 ViewOpt = Annotated[str, typer.Option(

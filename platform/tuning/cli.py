@@ -103,7 +103,8 @@ def ablation(
                                                    "reference rows; with their claims); default: every row"),
     protocol: str = typer.Option("full", help="evaluation protocol: full (SentEval, 10-fold) or fast (5-fold)"),
     component_fit: str = typer.Option("subset", help="where every row's top principal component is fitted: subset "
-                                                     "(each STS subset) or task (see `skipview evaluate --help`)"),
+                                                     "(each STS subset), subset-stacked, subset-sides or task (see "
+                                                     "`skipview evaluate --help`)"),
     tasks: Optional[str] = typer.Option(None, help="comma-separated evaluation tasks (default: every task behind "
                                                    "the report's columns; tasks without data are skipped)"),
     workers: int = typer.Option(1, min=1, help="Ray Train workers per model"),
@@ -126,11 +127,13 @@ def ablation(
     seeds. Every view of every model is evaluated; the report gives mean +- std over seeds, training hours and
     sentences seen, and checks the paper's directions. Finished runs are kept: rerunning continues the study.
     """
+    from skipview.platform.evaluation.encoding import COMPARABLE_FITS
     from skipview.platform.training import driver
     from skipview.platform.training.config import load_settings
     from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, check_objective_settings, run_study
     from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
     from skipview.platform.tuning.report import build_report
+
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -144,9 +147,9 @@ def ablation(
         raise typer.BadParameter(one_line(error)) from error
     if protocol not in ("full", "fast"):
         raise typer.BadParameter(f"--protocol must be full or fast, got {protocol!r}")
-    if component_fit not in ("subset", "task"):
-        raise typer.BadParameter(f"--component-fit must be subset or task (the same for models and baselines), "
-                                 f"got {component_fit!r}")
+    if component_fit not in COMPARABLE_FITS:
+        raise typer.BadParameter(f"--component-fit must be one of {', '.join(COMPARABLE_FITS)} (the same for models "
+                                 f"and baselines), got {component_fit!r}")
     if not report_only:
         study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, first_seed=first_seed,
                               references=references,
