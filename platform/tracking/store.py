@@ -15,6 +15,7 @@ driver died without closing them (``close_orphans``).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -24,6 +25,7 @@ from typing import Any
 
 from skipview.platform.cluster.ray_temp import refuse_ray_temporary
 
+log = logging.getLogger(__name__)
 DEFAULT_DB = "mlflow.db"
 RUN_KEY_TAG = "skipview.run_key"
 # The process that drives a run (the one that fits its trainer), so a later process can tell the run is orphaned
@@ -120,24 +122,27 @@ def driver_alive(process: str) -> bool:
         return True
 
 
-def close_orphans(mlflow_client) -> list[str]:
+def close_orphans(mlflow_client) -> None:
     """Mark KILLED the RUNNING runs whose driver ran on this host and is gone (a ``kill -9``, a lost machine's
-    process ends without closing its run); returns their ids. Runs of other hosts cannot be judged from here and are
+    process ends without closing its run), saying so in the log. Runs of other hosts cannot be judged from here and are
     left as they are. Continuing such a run (``open_run``) makes it RUNNING again."""
     host = socket.gethostname()
     ids = [exp.experiment_id for exp in mlflow_client.search_experiments()]
     if not ids:
-        return []
+        return
     running = mlflow_client.search_runs(ids, filter_string=f"attributes.status = 'RUNNING' and "
                                                            f"tags.`{DRIVER_HOST_TAG}` = '{host}'")
-    closed = []
     for run in running:
         process = run.data.tags.get(DRIVER_PROCESS_TAG, "")
-        if not driver_alive(process):
+        if driver_alive(process):
+            continue
+        # read again: a relaunch may have continued the run under a new driver since the search
+        now = mlflow_client.get_run(run.info.run_id)
+        if now.info.status == "RUNNING" and now.data.tags.get(DRIVER_PROCESS_TAG) == process:
             mlflow_client.set_tag(run.info.run_id, ORPHAN_TAG, f"driver {process} on {host} ended without closing it")
             mlflow_client.set_terminated(run.info.run_id, status="KILLED")
-            closed.append(run.info.run_id)
-    return closed
+            log.warning("MLflow run %s (%s) marked KILLED: its driver %s ended without closing it", run.info.run_id,
+                        run.info.run_name, process)
 
 
 def experiment_id(mlflow_client, name: str) -> str:
