@@ -49,7 +49,7 @@ def train(
     except ValueError as error:
         raise typer.BadParameter(one_line(error)) from error
     if name is None and resume:
-        name = driver.latest_run_name(storage, driver.new_run_name(settings).rsplit("-", 2)[0] + "-")
+        name = driver.latest_run_name(storage, driver.run_name_prefix(settings))
         if name is None:
             raise typer.BadParameter(f"--resume: no earlier run of {objective} on {corpus} under {storage}")
     run = RunSettings(name=name or driver.new_run_name(settings), storage=storage, workers=workers,

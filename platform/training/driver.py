@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import socket
 import time
@@ -26,6 +27,7 @@ from skipview.models.corpus import PreparedCorpus
 from skipview.models.directories import swap_in
 from skipview.models.registry import parse_config
 from skipview.platform.cluster.auth import ensure_private_token
+from skipview.platform.cluster.ray_temp import refuse_ray_temporary
 from skipview.platform.errors import ClusterTooSmall, CorruptCheckpoint, Diverged, StorageFull
 from skipview.platform.files import is_full, storage_full, write_json_aside
 from skipview.platform.tracking import store
@@ -46,8 +48,13 @@ def is_uri(storage: str) -> bool:
 
 
 def storage_root(storage: str) -> str:
-    """Ray needs an absolute local path (or a URI)."""
-    return storage if is_uri(storage) else str(Path(storage).expanduser().resolve())
+    """Ray needs an absolute local path (or a URI). One in Ray's temporary files (a relative path in a job submitted
+    with ``--working-dir``) is refused: the checkpoints would vanish with them."""
+    if is_uri(storage):
+        return storage
+    refuse_ray_temporary(storage, f"--storage {storage}", "pass --storage an absolute path every node reaches "
+                         "(a shared file system) or an object store URI (s3://BUCKET/runs)")
+    return str(Path(storage).expanduser().resolve())
 
 
 def local_root(storage: str) -> Path:
@@ -61,10 +68,17 @@ def run_key(run: RunSettings) -> str:
     return f"{storage_root(run.storage).rstrip('/')}/{run.name}"
 
 
-def new_run_name(settings: TrainSettings) -> str:
+def run_name_prefix(settings: TrainSettings) -> str:
+    """What the default names of runs of this objective on this corpus start with (``--resume`` looks for it)."""
     corpus = Path(settings.corpus).resolve()
     corpus_name = corpus.parent.name if corpus.name == "prepared" else corpus.name
-    return f"{settings.objective.split(':')[-1]}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return f"{settings.objective.split(':')[-1]}-{corpus_name}-"
+
+
+def new_run_name(settings: TrainSettings) -> str:
+    """The prefix, the time, and four random hex digits: runs started in the same second (several runs launched
+    together on one machine) get their own names, so their own checkpoints and MLflow runs."""
+    return f"{run_name_prefix(settings)}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
 def latest_run_name(storage: str, prefix: str) -> str | None:
@@ -130,10 +144,11 @@ def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
 
 
 def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:
+    # the driver is this process (a Tune trial's, in a search): a run whose driver is gone is closed by the next
+    # process that opens the store (store.close_orphans)
     return {"settings": settings.model_dump(mode="json"), "run_name": run.name, "run_key": run_key(run),
             "experiment": run.experiment, "tracking_uri": tracking_uri, "cpus_per_worker": run.cpus_per_worker,
-            "params": run_params(settings),
-            "tags": tags_for(settings)}
+            "params": run_params(settings), "tags": tags_for(settings), "driver": store.driver_tags()}
 
 
 def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: str, callbacks: list | None = None):
