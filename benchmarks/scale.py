@@ -1,0 +1,357 @@
+"""The data and training path at BookCorpus scale (issue 37): per stage, wall time, peak memory of every process,
+disk written and files, at one corpus size ("point") per command. Writes JSON.
+
+    # the corpus (once): copies of the novels with the news, see scale_corpus.py
+    python benchmarks/scale_corpus.py /work/main/data/novels_news/prepared data/scale/pool --copies 26
+    # one point: the first COPIES copies (1 = 1.18M sentences, 9 = 10.6M, 26 = 30.7M), every stage
+    python benchmarks/scale.py --copies 26 --label after
+    # only some stages, with another commit's code (a `pip install --no-deps --target DIR` of it) for a before run
+    python benchmarks/scale.py --copies 26 --label before --stages train,evaluate --code /tmp/base-pkg
+
+Stages (each a fresh process of the `skipview` command a user runs, sampled every 0.5 s with psutil):
+
+* ``prepare``     `skipview data prepare --format lines` of the point's raw folder (symlinks into the pool).
+* ``vocabulary``  the vocabulary prepare kept: size, file, what other cuts would keep, and a process that loads it.
+* ``wordvecs``    fastText trained on the 1-copy point; larger points import that model (``--pretrained
+                  fasttext.bin --subword-oov``) and state fastText's training time extrapolated at its measured time
+                  per token (fastText's time per token does not depend on the corpus size).
+* ``train``       `skipview train` with reports/tune_sif_claim/best_config.yaml (disc, h = 256, N = 512, bf16), two
+                  DDP workers of one thread, ``--steps`` steps with a checkpoint half way; the workers' own log lines
+                  give start-up (corpus opened, batching plan made, first batch read), steps, checkpoint and final
+                  model.
+* ``evaluate``    `skipview evaluate` of the final model on STS14.
+
+Result schema (``--json``, default reports/benchmarks/scale.json; a point's entry is replaced, the rest kept)::
+
+    {"machine": {...}, "commands": {...},
+     "points": {"<label>/<copies>": {
+         "label", "copies", "sentences", "tokens", "code", "started", "load_average",
+         "stages": {"<stage>": {
+             "wall_s", "command", "exit_code",
+             "processes": [{"role", "pid", "peak_rss_mb", "peak_pss_mb", "write_mb"}],  # every process over 20 MB
+             "peak_total_rss_mb", "peak_total_pss_mb", "write_mb",     # the process tree at its largest; io written
+             "disk": {"path", "mb", "files"},                          # what the stage left on disk
+             ...stage's own figures: prepare "us_per_sentence"; vocabulary "cuts"; wordvecs "fasttext_train_s"
+                (measured or extrapolated); train "phases" per rank {"startup_s", "built_s", "steps", "steps_s",
+                "checkpoint_s", "final_model_s"}; evaluate "sts14"}}}}}
+
+PSS (proportional set size) splits a page shared by several processes between them: the memory-mapped corpus and
+word vectors are counted once over the workers, while RSS counts them in full in each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from emit import emit
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+STAGES = ("prepare", "vocabulary", "wordvecs", "train", "evaluate")
+PROFILE = "reports/tune_sif_claim/best_config.yaml"
+SENTEVAL = "/work/shared/data/senteval/downstream"
+MB = 1 << 20
+_SMALL_PROCESS_MB = 20          # Ray's helpers below this are left out of the record (they are always there)
+
+
+class TreeSampler:
+    """Peak RSS, PSS and bytes written of a process and all its descendants, sampled in a thread."""
+
+    def __init__(self, pid: int, interval: float = 0.5):
+        self.root, self.interval = psutil.Process(pid), interval
+        self.peaks: dict[int, dict] = {}
+        self.peak_rss = self.peak_pss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "TreeSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self) -> None:
+        try:
+            processes = [self.root, *self.root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return
+        total_rss = total_pss = 0
+        for process in processes:
+            try:
+                with process.oneshot():
+                    memory = process.memory_full_info()
+                    written = process.io_counters().write_bytes
+                    role = _role(process, process is self.root)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            peak = self.peaks.setdefault(process.pid, {"role": role, "pid": process.pid, "rss": 0, "pss": 0,
+                                                       "written": 0})
+            peak["role"] = role if role != "python" else peak["role"]     # Ray renames its workers once started
+            peak["rss"], peak["pss"] = max(peak["rss"], memory.rss), max(peak["pss"], memory.pss)
+            peak["written"] = max(peak["written"], written)
+            total_rss, total_pss = total_rss + memory.rss, total_pss + memory.pss
+        self.peak_rss, self.peak_pss = max(self.peak_rss, total_rss), max(self.peak_pss, total_pss)
+
+    def record(self) -> dict:
+        processes = [{"role": p["role"], "pid": p["pid"], "peak_rss_mb": round(p["rss"] / MB, 1),
+                      "peak_pss_mb": round(p["pss"] / MB, 1), "write_mb": round(p["written"] / MB, 1)}
+                     for p in sorted(self.peaks.values(), key=lambda p: -p["rss"]) if p["rss"] >= _SMALL_PROCESS_MB * MB]
+        return {"processes": processes, "peak_total_rss_mb": round(self.peak_rss / MB, 1),
+                "peak_total_pss_mb": round(self.peak_pss / MB, 1),
+                "write_mb": round(sum(p["written"] for p in self.peaks.values()) / MB, 1)}
+
+
+def _role(process: psutil.Process, is_root: bool) -> str:
+    """What a process is: the stage's command (driver), a Ray process by its title, or a worker of the command."""
+    if is_root:
+        return "driver"
+    title = " ".join(process.cmdline()) or process.name()
+    if title.startswith("ray::"):
+        return title.split()[0]
+    for name in ("gcs_server", "raylet", "dashboard", "log_monitor", "runtime_env", "monitor.py"):
+        if name in title:
+            return f"ray {name}"
+    return "python" if "python" in process.name() else process.name()
+
+
+def run_stage(command: list[str], log_path: Path, env: dict, output: Path | None) -> dict:
+    """Run ``command`` (its output to ``log_path``), sampled; wall time, memory, io and what it left on disk."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPOSITORY)
+        with TreeSampler(process.pid) as sampler:
+            # wait4's rusage: the largest resident set of the command or a child it waited for, which a command
+            # shorter than the sampling interval would otherwise not show
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = code = os.waitstatus_to_exitcode(status)
+    record = {"wall_s": round(time.perf_counter() - start, 2), "exit_code": code,
+              "command": " ".join(_portable(c) for c in command), **sampler.record(),
+              "maxrss_mb": round(usage.ru_maxrss / 1024, 1)}
+    if output is not None and output.exists():
+        record["disk"] = disk_usage(output)
+    if code:
+        raise SystemExit(f"{command[1:4]} exited with {code}: see {log_path}")
+    return record
+
+
+def disk_usage(path: Path) -> dict:
+    files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
+    return {"path": _portable(str(path)), "mb": round(sum(p.stat().st_size for p in files) / MB, 1),
+            "files": len(files)}
+
+
+def _portable(text: str) -> str:
+    return text.replace(str(REPOSITORY) + "/", "").replace(sys.executable, "python")
+
+
+def skipview(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "skipview.platform.cli", *arguments]
+
+
+# --------------------------------------------------------------------------------------------------- stages
+
+
+def raw_folder(work: Path, copies: int) -> Path:
+    """The point's raw corpus: symlinks to the pool's first ``copies`` copies."""
+    pool, folder = work / "pool", work / f"raw-{copies}"
+    missing = [i for i in range(copies) if not (pool / f"copy-{i:04d}.txt").is_file()]
+    if missing:
+        raise SystemExit(f"{pool}: copy-{missing[0]:04d}.txt missing; run benchmarks/scale_corpus.py "
+                         f"--copies {copies} first")
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(copies):
+        link = folder / f"copy-{i:04d}.txt"
+        if not link.exists():
+            link.symlink_to((pool / link.name).resolve())
+    return folder
+
+
+def stage_prepare(point: dict, paths: dict, env: dict, args) -> dict:
+    out = paths["prepared"]
+    record = run_stage(skipview("data", "prepare", str(raw_folder(args.work, args.copies)), str(out),
+                                "--format", "lines", "--no-progress", "--overwrite", *args.prepare_args),
+                       paths["logs"] / "prepare.txt", env, out)
+    meta = json.loads((out / "meta.json").read_text())
+    point.update(sentences=meta["sentences"], tokens=meta["tokens"])
+    return {**record, "sentences": meta["sentences"], "tokens": meta["tokens"], "vocab_size": meta["vocab_size"],
+            "us_per_sentence": round(record["wall_s"] / meta["sentences"] * 1e6, 2)}
+
+
+def stage_vocabulary(point: dict, paths: dict, env: dict, args) -> dict:
+    prepared = paths["prepared"]
+    probe = "from skipview.models.vocab import Vocab; import sys; Vocab.load(sys.argv[1])"
+    record = run_stage([sys.executable, "-c", probe, str(prepared / "vocab.tsv")], paths["logs"] / "vocabulary.txt",
+                       env, prepared / "vocab.tsv")
+    meta = json.loads((prepared / "meta.json").read_text())
+    counts = _counts(prepared / "vocab.tsv")
+    total = counts.sum()
+    cuts = {f"min_count_{m}": _cut(counts >= m, counts, total) for m in (2, 5)}
+    cuts.update({f"top_{n}": _cut(np.arange(len(counts)) < n, counts, total) for n in (20_000, 100_000, 1_000_000)})
+    return {**record, "vocab_size": meta["vocab_size"], "word_types_seen": meta["word_types_seen"],
+            "options": meta["options"], "cuts": cuts}
+
+
+def _counts(vocab_tsv: Path) -> np.ndarray:
+    with open(vocab_tsv, encoding="utf-8") as f:
+        return np.array([int(line.rsplit("\t", 1)[1]) for line in f], dtype=np.int64)[4:]
+
+
+def _cut(kept: np.ndarray, counts: np.ndarray, total: int) -> dict:
+    return {"words": int(kept.sum()), "token_coverage": round(float(counts[kept].sum() / max(total, 1)), 5)}
+
+
+def stage_wordvecs(point: dict, paths: dict, env: dict, args) -> dict:
+    out = paths["wordvecs"]
+    meta = json.loads((paths["prepared"] / "meta.json").read_text())
+    sample = args.work / "1" / "wordvecs"
+    if args.copies == 1:
+        record = run_stage(skipview("data", "wordvecs", str(paths["prepared"]), str(out), "--no-progress",
+                                    "--overwrite"), paths["logs"] / "wordvecs.txt", env, out)
+        record["fasttext_train_s"] = {"measured": record["wall_s"], "tokens": meta["tokens"]}
+        return record
+    if not (sample / "fasttext.bin").is_file():
+        raise SystemExit(f"{sample}/fasttext.bin: run the 1-copy point's wordvecs stage first (the sample)")
+    record = run_stage(skipview("data", "wordvecs", str(paths["prepared"]), str(out), "--pretrained",
+                                str(sample / "fasttext.bin"), "--subword-oov", "--overwrite"),
+                       paths["logs"] / "wordvecs.txt", env, out)
+    measured = _point_record(args, "after", 1)["stages"]["wordvecs"]["fasttext_train_s"]
+    per_token = measured["measured"] / measured["tokens"]
+    record["fasttext_train_s"] = {"extrapolated": round(per_token * meta["tokens"], 1),
+                                  "from": f"after/1: {measured['measured']} s for {measured['tokens']} tokens"}
+    return record
+
+
+_PHASES = {
+    "built_s": re.compile(r"rank (\d+): corpus, word vectors and objective built in ([0-9.]+) s"),
+    "startup_s": re.compile(r"rank (\d+): start-up \(.*\) took ([0-9.]+) s"),
+    "steps_s": re.compile(r"rank (\d+): (\d+) steps in ([0-9.]+) s"),
+    "checkpoint_s": re.compile(r"rank (\d+): checkpoint at step \d+ reported in ([0-9.]+) s"),
+}
+_FINAL = re.compile(r"final model saved and logged in ([0-9.]+) s")
+
+
+def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
+    run_dir = paths["point"] / "runs"
+    model = paths["point"] / "model"
+    env = {**env, "MLFLOW_TRACKING_URI": f"sqlite:///{paths['point'] / 'mlflow.db'}"}
+    record = run_stage(skipview("train", "--objective", "disc", "--config", PROFILE, "--corpus",
+                                str(paths["prepared"]), "--wordvecs", str(paths["wordvecs"]), "--workers", "2",
+                                "--cpus-per-worker", "1", "--set", f"max_steps={args.steps}",
+                                "--set", f"checkpoint_every={max(args.steps // 2, 1)}", "--set", "precision=bf16",
+                                "--set", "senteval_dir=null", "--storage", str(run_dir),
+                                "--name", f"scale-{args.label}-{args.copies}-{int(time.time())}", "--output", str(model)),
+                       paths["logs"] / "train.txt", env, run_dir)
+    text = (paths["logs"] / "train.txt").read_text(errors="replace")
+    ranks: dict[str, dict] = {}
+    for key, pattern in _PHASES.items():
+        for match in pattern.finditer(text):
+            phases = ranks.setdefault(f"rank{match.group(1)}", {})
+            if key == "steps_s":
+                phases["steps"], phases[key] = int(match.group(2)), float(match.group(3))
+            else:
+                phases[key] = phases.get(key, 0.0) + float(match.group(2)) if key == "checkpoint_s" else \
+                    float(match.group(2))
+    final = _FINAL.search(text)
+    record["phases"] = {"per_rank": ranks, "final_model_s": float(final.group(1)) if final else None}
+    record["model_disk"] = disk_usage(model)
+    return record
+
+
+def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
+    scores = paths["point"] / "eval.json"
+    record = run_stage(skipview("evaluate", "--model", str(paths["point"] / "model"), "--tasks", "sts14",
+                                "--senteval-dir", SENTEVAL, "--device", "cpu", "--output", str(scores)),
+                       paths["logs"] / "evaluate.txt", env, scores)
+    metrics = json.loads(scores.read_text())
+    record["sts14"] = metrics.get("metrics", metrics).get("sts14")
+    return record
+
+
+STAGE_RUNNERS = {"prepare": stage_prepare, "vocabulary": stage_vocabulary, "wordvecs": stage_wordvecs,
+                 "train": stage_train, "evaluate": stage_evaluate}
+
+
+# ----------------------------------------------------------------------------------------------------- main
+
+
+def _point_record(args, label: str, copies: int) -> dict:
+    document = json.loads(args.json.read_text()) if args.json.exists() else {}
+    return document.get("points", {}).get(f"{label}/{copies}", {})
+
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor())
+    return {"cpu": model, "cpus": len(os.sched_getaffinity(0)), "memory_gb": round(psutil.virtual_memory().total / 2**30),
+            "python": platform.python_version(), "torch": _version("torch"), "ray": _version("ray"),
+            "note": "two long one-thread trainings (and other sessions' work) ran beside every measurement"}
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+    return version(package)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--copies", type=int, required=True, help="copies of the source corpus (1 = 1.18M sentences)")
+    parser.add_argument("--label", default="after", help="the point's name: before (old code) or after")
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
+    parser.add_argument("--steps", type=int, default=50, help="training steps (a checkpoint half way)")
+    parser.add_argument("--code", type=Path, help="run the skipview commands with this package folder first on "
+                                                  "PYTHONPATH (another commit's code, `pip install --target`)")
+    parser.add_argument("--work", type=Path, default=REPOSITORY / "data/scale", help="corpora, runs and logs")
+    parser.add_argument("--json", type=Path, default=REPOSITORY / "reports/benchmarks/scale.json")
+    parser.add_argument("prepare_args", nargs="*", help="extra options for `skipview data prepare` (after --)")
+    args = parser.parse_args()
+    stages = args.stages.split(",")
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        parser.error(f"unknown stage(s) {', '.join(sorted(unknown))}; choose from {', '.join(STAGES)}")
+
+    # the data is the point's, whichever code trains on it; runs, models and logs are the label's
+    size = args.work / str(args.copies)
+    paths = {"point": size / args.label, "logs": size / args.label / "logs", "prepared": size / "prepared",
+             "wordvecs": size / "wordvecs"}
+    env = {**os.environ, "PYTHONPATH": str(args.code)} if args.code else dict(os.environ)
+    point = {**_point_record(args, args.label, args.copies), "label": args.label, "copies": args.copies,
+             "code": str(args.code) if args.code else "this checkout", "load_average": os.getloadavg(),
+             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    point.setdefault("stages", {})
+    for stage in stages:
+        print(f"{args.label}/{args.copies}: {stage} ...", file=sys.stderr, flush=True)
+        point["stages"][stage] = STAGE_RUNNERS[stage](point, paths, env, args)
+        save(args, point)
+
+
+def save(args, point: dict) -> None:
+    document = json.loads(args.json.read_text()) if args.json.exists() else {}
+    document["machine"] = machine()
+    document.setdefault("points", {})[f"{point['label']}/{point['copies']}"] = point
+    document["points"] = dict(sorted(document["points"].items(), key=lambda kv: (kv[0].split("/")[0],
+                                                                                 int(kv[0].split("/")[1]))))
+    emit(document, args.json)
+
+
+if __name__ == "__main__":
+    main()
