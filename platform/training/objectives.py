@@ -29,11 +29,11 @@ from skipview.platform.training.config import TrainSettings
 
 
 def load_word_vectors(wordvecs: str | Path | None, vocab: Vocab) -> np.ndarray | None:
-    """``vectors.npy`` of a wordvecs directory, checked to be aligned row by row with the corpus vocabulary."""
+    """``vectors.npy`` of a wordvecs directory, memory-mapped read-only (the workers of a node share its pages) and
+    checked to be aligned row by row with the corpus vocabulary."""
     if wordvecs is None:
         return None
-    # a private, writable copy: DDP broadcasts buffers in place, which would write into a read-only memmap
-    return np.array(aligned_word_vectors(wordvecs, vocab), dtype=np.float32)
+    return aligned_word_vectors(wordvecs, vocab)
 
 
 def aligned_word_vectors(wordvecs: str | Path, vocab: Vocab) -> np.ndarray:
