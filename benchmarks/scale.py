@@ -11,10 +11,13 @@ disk written and files, at one corpus size ("point") per command. Writes JSON.
 Stages (each a fresh process of the `skipview` command a user runs, sampled every 0.5 s with psutil):
 
 * ``prepare``     `skipview data prepare --format lines` of the point's raw folder (symlinks into the pool).
+* ``generate``    instead of prepare, where prepare would outlast the session on this loaded machine: the store
+                  prepare makes of the point's copies, written directly by scale_corpus.py (--corpus generated).
 * ``vocabulary``  the vocabulary prepare kept: size, file, what other cuts would keep, and a process that loads it.
-* ``wordvecs``    fastText trained on the 1-copy point; larger points import that model (``--pretrained
-                  fasttext.bin --subword-oov``) and state fastText's training time extrapolated at its measured time
-                  per token (fastText's time per token does not depend on the corpus size).
+* ``wordvecs``    fastText is timed once on a sample (the first 120k sentences, params.yaml's novels settings); every
+                  point imports that model (``--pretrained fasttext.bin --subword-oov``: every word, the new ones
+                  too, gets a vector) and states fastText's training time on the point extrapolated from the
+                  sample's time per token (which does not depend on the corpus size).
 * ``train``       `skipview train` with reports/tune_sif_claim/best_config.yaml (disc, h = 256, N = 512, bf16), two
                   DDP workers of one thread, ``--steps`` steps with a checkpoint half way; the workers' own log lines
                   give start-up (corpus opened, batching plan made, first batch read), steps, checkpoint and final
@@ -23,17 +26,20 @@ Stages (each a fresh process of the `skipview` command a user runs, sampled ever
 
 Result schema (``--json``, default reports/benchmarks/scale.json; a point's entry is replaced, the rest kept)::
 
-    {"machine": {...}, "commands": {...},
+    {"machine": {...},
      "points": {"<label>/<copies>": {
          "label", "copies", "sentences", "tokens", "code", "started", "load_average",
          "stages": {"<stage>": {
              "wall_s", "command", "exit_code",
              "processes": [{"role", "pid", "peak_rss_mb", "peak_pss_mb", "write_mb"}],  # every process over 20 MB
              "peak_total_rss_mb", "peak_total_pss_mb", "write_mb",     # the process tree at its largest; io written
+             "maxrss_mb", "cpu_s",      # wait4: largest RSS and CPU time of the command and the children it reaped
+                                        # (on a loaded machine CPU time, not wall time, is what compares)
              "disk": {"path", "mb", "files"},                          # what the stage left on disk
-             ...stage's own figures: prepare "us_per_sentence"; vocabulary "cuts"; wordvecs "fasttext_train_s"
-                (measured or extrapolated); train "phases" per rank {"startup_s", "built_s", "steps", "steps_s",
-                "checkpoint_s", "final_model_s"}; evaluate "sts14"}}}}}
+             ...stage's own figures: prepare "us_per_sentence", "cpu_us_per_sentence"; vocabulary "cuts" (words and
+                token coverage other cuts would keep); wordvecs "fasttext_train_s" (extrapolated from the sample);
+                train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s", "steps", "steps_s",
+                "checkpoint_s"}}, "final_model_s"}, "model_disk"; evaluate "sts14"}}}}}
 
 PSS (proportional set size) splits a page shared by several processes between them: the memory-mapped corpus and
 word vectors are counted once over the workers, while RSS counts them in full in each.
@@ -58,9 +64,12 @@ import psutil
 from emit import emit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-STAGES = ("prepare", "vocabulary", "wordvecs", "train", "evaluate")
+STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "train", "evaluate")
+SOURCE = "/work/main/data/novels_news/prepared"
 PROFILE = "reports/tune_sif_claim/best_config.yaml"
 SENTEVAL = "/work/shared/data/senteval/downstream"
+# params.yaml's novels settings (corpora.gutenberg_novels.wordvecs): what the real corpus's vectors were made with
+FASTTEXT_SETTINGS = ("--method", "skipgram", "--dim", "300", "--epochs", "2", "--threads", "2")
 MB = 1 << 20
 _SMALL_PROCESS_MB = 20          # Ray's helpers below this are left out of the record (they are always there)
 
@@ -145,7 +154,8 @@ def run_stage(command: list[str], log_path: Path, env: dict, output: Path | None
             process.returncode = code = os.waitstatus_to_exitcode(status)
     record = {"wall_s": round(time.perf_counter() - start, 2), "exit_code": code,
               "command": " ".join(_portable(c) for c in command), **sampler.record(),
-              "maxrss_mb": round(usage.ru_maxrss / 1024, 1)}
+              "maxrss_mb": round(usage.ru_maxrss / 1024, 1),
+              "cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
     if output is not None and output.exists():
         record["disk"] = disk_usage(output)
     if code:
@@ -193,7 +203,17 @@ def stage_prepare(point: dict, paths: dict, env: dict, args) -> dict:
     meta = json.loads((out / "meta.json").read_text())
     point.update(sentences=meta["sentences"], tokens=meta["tokens"])
     return {**record, "sentences": meta["sentences"], "tokens": meta["tokens"], "vocab_size": meta["vocab_size"],
-            "us_per_sentence": round(record["wall_s"] / meta["sentences"] * 1e6, 2)}
+            "us_per_sentence": round(record["wall_s"] / meta["sentences"] * 1e6, 2),
+            "cpu_us_per_sentence": round(record["cpu_s"] / meta["sentences"] * 1e6, 2)}
+
+
+def stage_generate(point: dict, paths: dict, env: dict, args) -> dict:
+    out = paths["generated"]
+    record = run_stage([sys.executable, "benchmarks/scale_corpus.py", args.source, str(out), "--copies",
+                        str(args.copies), "--prepared"], paths["logs"] / "generate.txt", env, out)
+    meta = json.loads((out / "meta.json").read_text())
+    point.update(sentences=meta["sentences"], tokens=meta["tokens"])
+    return {**record, "sentences": meta["sentences"], "tokens": meta["tokens"], "vocab_size": meta["vocab_size"]}
 
 
 def stage_vocabulary(point: dict, paths: dict, env: dict, args) -> dict:
@@ -222,22 +242,43 @@ def _cut(kept: np.ndarray, counts: np.ndarray, total: int) -> dict:
 def stage_wordvecs(point: dict, paths: dict, env: dict, args) -> dict:
     out = paths["wordvecs"]
     meta = json.loads((paths["prepared"] / "meta.json").read_text())
-    sample = args.work / "1" / "wordvecs"
-    if args.copies == 1:
-        record = run_stage(skipview("data", "wordvecs", str(paths["prepared"]), str(out), "--no-progress",
-                                    "--overwrite"), paths["logs"] / "wordvecs.txt", env, out)
-        record["fasttext_train_s"] = {"measured": record["wall_s"], "tokens": meta["tokens"]}
-        return record
-    if not (sample / "fasttext.bin").is_file():
-        raise SystemExit(f"{sample}/fasttext.bin: run the 1-copy point's wordvecs stage first (the sample)")
-    record = run_stage(skipview("data", "wordvecs", str(paths["prepared"]), str(out), "--pretrained",
-                                str(sample / "fasttext.bin"), "--subword-oov", "--overwrite"),
+    sample = args.work / "fasttext-sample.json"
+    if not sample.is_file():
+        sample.write_text(json.dumps(time_fasttext(args, env), indent=2) + "\n")
+    measured = json.loads(sample.read_text())
+    model = args.fasttext_bin or args.work / "sample" / "wordvecs" / "fasttext.bin"
+    if not model.is_file():
+        raise SystemExit(f"{model}: no fastText model to import (--fasttext-bin)")
+    record = run_stage(skipview("data", "wordvecs", str(paths["prepared"]), str(out), "--pretrained", str(model),
+                                "--subword-oov", "--overwrite"),
                        paths["logs"] / "wordvecs.txt", env, out)
-    measured = _point_record(args, "after", 1)["stages"]["wordvecs"]["fasttext_train_s"]
-    per_token = measured["measured"] / measured["tokens"]
-    record["fasttext_train_s"] = {"extrapolated": round(per_token * meta["tokens"], 1),
-                                  "from": f"after/1: {measured['measured']} s for {measured['tokens']} tokens"}
+    record["fasttext_train_s"] = {
+        "extrapolated": round(measured["wall_s"] / measured["tokens"] * meta["tokens"], 1),
+        "from": f"fastText on the first {measured['sentences']} sentences ({measured['tokens']} tokens): "
+                f"{measured['wall_s']} s, {measured['command']}"}
     return record
+
+
+def time_fasttext(args, env: dict) -> dict:
+    """fastText trained on a sample (the first --sample-sentences sentences of the pool's first copy, whole
+    documents) with the novels' settings of params.yaml; its time per token is flat in the corpus size."""
+    folder = args.work / "sample"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(args.work / "pool" / "copy-0000.txt", encoding="utf-8") as source, \
+            open(folder / "sample.txt", "w", encoding="utf-8") as sample:
+        sentences = 0
+        for line in source:
+            if not line.strip() and sentences >= args.sample_sentences:
+                break
+            sentences += bool(line.strip())
+            sample.write(line)
+    subprocess.run(skipview("data", "prepare", str(folder / "sample.txt"), str(folder / "prepared"), "--format",
+                            "lines", "--no-progress", "--overwrite"), check=True, env=env, cwd=REPOSITORY)
+    record = run_stage(skipview("data", "wordvecs", str(folder / "prepared"), str(folder / "wordvecs"),
+                                *FASTTEXT_SETTINGS, "--no-progress", "--overwrite"),
+                       folder / "wordvecs.txt", env, folder / "wordvecs")
+    meta = json.loads((folder / "prepared" / "meta.json").read_text())
+    return {**record, "sentences": meta["sentences"], "tokens": meta["tokens"]}
 
 
 _PHASES = {
@@ -286,8 +327,8 @@ def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
     return record
 
 
-STAGE_RUNNERS = {"prepare": stage_prepare, "vocabulary": stage_vocabulary, "wordvecs": stage_wordvecs,
-                 "train": stage_train, "evaluate": stage_evaluate}
+STAGE_RUNNERS = {"prepare": stage_prepare, "generate": stage_generate, "vocabulary": stage_vocabulary,
+                 "wordvecs": stage_wordvecs, "train": stage_train, "evaluate": stage_evaluate}
 
 
 # ----------------------------------------------------------------------------------------------------- main
@@ -314,16 +355,30 @@ def _version(package: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--copies", type=int, required=True, help="copies of the source corpus (1 = 1.18M sentences)")
+    parser.add_argument("--table", action="store_true", help="print the curve of --json as a markdown table")
+    parser.add_argument("--copies", type=int, help="copies of the source corpus (1 = 1.18M sentences)")
     parser.add_argument("--label", default="after", help="the point's name: before (old code) or after")
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
     parser.add_argument("--steps", type=int, default=50, help="training steps (a checkpoint half way)")
+    parser.add_argument("--corpus", choices=("prepared", "generated"), default="prepared",
+                        help="the store the stages after prepare read: prepare's, or the one the generate stage "
+                             "writes directly (the same files but meta.json; for sizes whose prepare takes hours)")
+    parser.add_argument("--source", default=SOURCE, help="the prepared corpus the pool was made from")
+    parser.add_argument("--fasttext-bin", type=Path,
+                        help="fastText model every point imports (default: the one timed on the sample)")
+    parser.add_argument("--sample-sentences", type=int, default=120_000,
+                        help="sentences fastText is timed on, once (data/scale/fasttext-sample.json)")
     parser.add_argument("--code", type=Path, help="run the skipview commands with this package folder first on "
                                                   "PYTHONPATH (another commit's code, `pip install --target`)")
     parser.add_argument("--work", type=Path, default=REPOSITORY / "data/scale", help="corpora, runs and logs")
     parser.add_argument("--json", type=Path, default=REPOSITORY / "reports/benchmarks/scale.json")
     parser.add_argument("prepare_args", nargs="*", help="extra options for `skipview data prepare` (after --)")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.json.read_text())))
+        return
+    if args.copies is None:
+        parser.error("--copies is required (or --table)")
     stages = args.stages.split(",")
     unknown = set(stages) - set(STAGES)
     if unknown:
@@ -331,10 +386,11 @@ def main() -> None:
 
     # the data is the point's, whichever code trains on it; runs, models and logs are the label's
     size = args.work / str(args.copies)
-    paths = {"point": size / args.label, "logs": size / args.label / "logs", "prepared": size / "prepared",
-             "wordvecs": size / "wordvecs"}
+    paths = {"point": size / args.label, "logs": size / args.label / "logs", "generated": size / "generated",
+             "prepared": size / args.corpus, "wordvecs": size / f"wordvecs-{args.corpus}"}
     env = {**os.environ, "PYTHONPATH": str(args.code)} if args.code else dict(os.environ)
     point = {**_point_record(args, args.label, args.copies), "label": args.label, "copies": args.copies,
+             "corpus": args.corpus,
              "code": str(args.code) if args.code else "this checkout", "load_average": os.getloadavg(),
              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     point.setdefault("stages", {})
@@ -342,6 +398,62 @@ def main() -> None:
         print(f"{args.label}/{args.copies}: {stage} ...", file=sys.stderr, flush=True)
         point["stages"][stage] = STAGE_RUNNERS[stage](point, paths, env, args)
         save(args, point)
+
+
+def table(document: dict) -> str:
+    """The curve as a markdown table, one column per point (what reports/benchmarks/scale.md shows)."""
+    def stage(point, name, *keys):
+        value = point.get("stages", {}).get(name, {})
+        for key in keys:
+            value = value.get(key, {}) if isinstance(value, dict) else {}
+        return value if value != {} else None
+
+    def workers(point, key):
+        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWorker" in p["role"]]
+        return " / ".join(f"{v:.0f}" for v in found) or None
+
+    def ranks(point, key):
+        per_rank = stage(point, "train", "phases", "per_rank") or {}
+        return " / ".join(f"{r.get(key, float('nan')):.1f}" for _, r in sorted(per_rank.items())) or None
+
+    rows = {
+        "sentences (M)": lambda p: p.get("sentences") and p["sentences"] / 1e6,
+        "tokens (M)": lambda p: p.get("tokens") and p["tokens"] / 1e6,
+        "vocabulary (words)": lambda p: stage(p, "vocabulary", "vocab_size"),
+        "prepare wall (s)": lambda p: stage(p, "prepare", "wall_s"),
+        "prepare CPU (µs/sentence)": lambda p: stage(p, "prepare", "cpu_us_per_sentence"),
+        "prepare peak RSS, driver (MB)": lambda p: stage(p, "prepare", "maxrss_mb"),
+        "prepared store (MB)": lambda p: stage(p, "prepare", "disk", "mb") or stage(p, "generate", "disk", "mb"),
+        "vocabulary load, peak RSS (MB)": lambda p: stage(p, "vocabulary", "maxrss_mb"),
+        "word vectors import wall (s)": lambda p: stage(p, "wordvecs", "wall_s"),
+        "word vectors import peak RSS (MB)": lambda p: stage(p, "wordvecs", "maxrss_mb"),
+        "word vectors on disk (MB)": lambda p: stage(p, "wordvecs", "disk", "mb"),
+        "fastText training, extrapolated (s)": lambda p: stage(p, "wordvecs", "fasttext_train_s", "extrapolated"),
+        "train wall (s)": lambda p: stage(p, "train", "wall_s"),
+        "built: corpus, vectors, objective (s, rank 0 / 1)": lambda p: ranks(p, "built_s"),
+        "start-up to first batch (s, rank 0 / 1)": lambda p: ranks(p, "startup_s"),
+        "steps (s, rank 0 / 1)": lambda p: ranks(p, "steps_s"),
+        "checkpoint (s, rank 0 / 1)": lambda p: ranks(p, "checkpoint_s"),
+        "final model (s)": lambda p: stage(p, "train", "phases", "final_model_s"),
+        "train driver peak RSS (MB)": lambda p: next((x["peak_rss_mb"] for x in stage(p, "train", "processes") or []
+                                                     if x["role"] == "driver"), None),
+        "train workers peak RSS (MB)": lambda p: workers(p, "peak_rss_mb"),
+        "train workers peak PSS (MB)": lambda p: workers(p, "peak_pss_mb"),
+        "train process tree peak PSS (MB)": lambda p: stage(p, "train", "peak_total_pss_mb"),
+        "run folder (checkpoints, MB)": lambda p: stage(p, "train", "disk", "mb"),
+        "model directory (MB)": lambda p: stage(p, "train", "model_disk", "mb"),
+        "evaluate wall (s)": lambda p: stage(p, "evaluate", "wall_s"),
+        "evaluate peak RSS (MB)": lambda p: stage(p, "evaluate", "maxrss_mb"),
+        "STS14": lambda p: stage(p, "evaluate", "sts14"),
+    }
+    points = document.get("points", {})
+    lines = ["| | " + " | ".join(points) + " |", "|---" * (len(points) + 1) + "|"]
+    for name, value in rows.items():
+        cells = [value(p) for p in points.values()]
+        lines.append(f"| {name} | " + " | ".join("" if c is None else f"{c:,.2f}".rstrip("0").rstrip(".")
+                                                 if isinstance(c, float) else f"{c:,}" if isinstance(c, int)
+                                                 else str(c) for c in cells) + " |")
+    return "\n".join(lines)
 
 
 def save(args, point: dict) -> None:

@@ -26,12 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from skipview.models.corpus import PreparedCorpus
-from skipview.models.vocab import SPECIALS
+from skipview.models.vocab import SPECIALS, Vocab
 
 _PLAIN_WORD = re.compile(r"[a-z]+")
 _FIT_FROM_TOKENS = 100_000      # Heaps' law fits the tail of the curve; the first sentences are all new words
@@ -55,68 +56,135 @@ def new_words_per_copy(k_heaps: float, beta: float, tokens_per_copy: int, copy: 
     return int(round(k_heaps * (((copy + 1) * tokens_per_copy) ** beta - (copy * tokens_per_copy) ** beta)))
 
 
-def copy_words(words: list[str], counts: np.ndarray, renamable: np.ndarray, copy: int, new_words: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Byte strings of every word id as copy ``copy`` writes it, followed by a space, a newline (sentence end) and
-    a blank line (document end); and how many words it renamed."""
-    written = list(words)
+def renamed_words(counts: np.ndarray, renamable: np.ndarray, copy: int, new_words: int, seed: int) -> np.ndarray:
+    """Ids of the words copy ``copy`` writes as new words: the ``new_words`` rarest renamable ones, ties in a
+    per-copy random order."""
     candidates = np.flatnonzero(renamable)
-    if new_words:
-        rng = np.random.default_rng([seed, copy])
-        rarest_first = candidates[np.argsort(counts[candidates] + rng.random(len(candidates)), kind="stable")]
-        for word_id in rarest_first[:new_words]:
-            written[word_id] = f"{words[word_id]}-c{copy}"
+    if not new_words:
+        return candidates[:0]
+    rng = np.random.default_rng([seed, copy])
+    return candidates[np.argsort(counts[candidates] + rng.random(len(candidates)), kind="stable")][:new_words]
+
+
+def document_order(num_documents: int, copy: int, seed: int) -> np.ndarray:
+    """Copy 0 keeps the source's order (it is the source corpus); every other copy has its own."""
+    return np.arange(num_documents) if copy == 0 else np.random.default_rng([seed, copy, 1]).permutation(num_documents)
+
+
+class Plan:
+    """What every copy holds: the source's documents in the copy's order, with the copy's renamed words."""
+
+    def __init__(self, source: Path, seed: int = 0):
+        self.corpus = PreparedCorpus(source)
+        self.seed = seed
+        self.words = self.corpus.vocab.words
+        self.counts = self.corpus.vocab.counts
+        self.renamable = np.array([i >= len(SPECIALS) and _PLAIN_WORD.fullmatch(w) is not None
+                                   for i, w in enumerate(self.words)])
+        self.heaps = heaps_fit(self.corpus.tokens)
+        self.doc_bounds = np.append(np.asarray(self.corpus.doc_index), self.corpus.num_sentences)
+
+    def renamed(self, copy: int) -> np.ndarray:
+        wanted = new_words_per_copy(*self.heaps, len(self.corpus.tokens), copy)
+        return renamed_words(self.counts.astype(np.float64), self.renamable, copy, wanted, self.seed)
+
+    def documents(self, copy: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(token ids, sentence ends relative to the document) of each document, in the copy's order."""
+        offsets, tokens = self.corpus.offsets, self.corpus.tokens
+        for doc in document_order(self.corpus.num_documents, copy, self.seed):
+            first, last = int(self.doc_bounds[doc]), int(self.doc_bounds[doc + 1])
+            bounds = np.asarray(offsets[first: last + 1], dtype=np.int64)
+            yield np.asarray(tokens[bounds[0]: bounds[-1]]), bounds[1:] - bounds[0]
+
+
+def write_copy(plan: Plan, copy: int, path: Path) -> tuple[int, int]:
+    """Copy ``copy`` as text lines (blank line after each document); (sentences written, words renamed)."""
+    written = list(plan.words)
+    renamed = plan.renamed(copy)
+    for word_id in renamed:
+        written[word_id] = f"{plan.words[word_id]}-c{copy}"
     encoded = [w.encode() for w in written]
-    tables = tuple(np.array([w + end for w in encoded], dtype=object) for end in (b" ", b"\n", b"\n\n"))
-    return (*tables, min(new_words, len(candidates)))
-
-
-def write_copy(corpus: PreparedCorpus, tables, order: np.ndarray, path: Path) -> int:
-    """Write the documents in ``order``; returns the sentences written."""
-    space, line_end, document_end = tables
-    offsets, tokens, doc_index = corpus.offsets, corpus.tokens, corpus.doc_index
-    doc_bounds = np.append(np.asarray(doc_index), corpus.num_sentences)
+    space, line_end, document_end = (np.array([w + end for w in encoded], dtype=object)
+                                     for end in (b" ", b"\n", b"\n\n"))
     sentences = 0
     partial = path.with_suffix(".partial")
     with open(partial, "wb", buffering=1 << 22) as out:
-        for doc in order:
-            first, last = int(doc_bounds[doc]), int(doc_bounds[doc + 1])
-            bounds = np.asarray(offsets[first: last + 1], dtype=np.int64)
-            ids = np.asarray(tokens[bounds[0]: bounds[-1]])
+        for ids, ends in plan.documents(copy):
             pieces = space[ids]
-            ends = bounds[1:] - bounds[0] - 1                   # the last token of every sentence
-            pieces[ends] = line_end[ids[ends]]
+            pieces[ends - 1] = line_end[ids[ends - 1]]          # the last token of every sentence
             pieces[-1] = document_end[ids[-1]]
             out.write(b"".join(pieces.tolist()))
-            sentences += last - first
+            sentences += len(ends)
     partial.replace(path)
-    return sentences
+    return sentences, len(renamed)
 
 
 def generate(source: Path, out: Path, copies: int, seed: int = 0) -> dict:
-    corpus = PreparedCorpus(source)
-    words = corpus.vocab.words
-    counts = corpus.vocab.counts.astype(np.float64)
-    renamable = np.array([i >= len(SPECIALS) and _PLAIN_WORD.fullmatch(w) is not None
-                          for i, w in enumerate(words)])
-    k_heaps, beta = heaps_fit(corpus.tokens)
-    tokens_per_copy = len(corpus.tokens)
+    plan = Plan(source, seed)
     out.mkdir(parents=True, exist_ok=True)
-    record = {"source": str(source), "seed": seed, "heaps": {"K": round(k_heaps, 3), "beta": round(beta, 4)},
-              "source_vocab": len(words) - len(SPECIALS), "copies": []}
+    record = _record(plan, source, seed)
     for copy in range(copies):
         path = out / f"copy-{copy:04d}.txt"
-        order = np.arange(corpus.num_documents) if copy == 0 else \
-            np.random.default_rng([seed, copy, 1]).permutation(corpus.num_documents)
-        tables = copy_words(words, counts, renamable, copy,
-                            new_words_per_copy(k_heaps, beta, tokens_per_copy, copy), seed)
-        sentences = write_copy(corpus, tables[:3], order, path)
-        record["copies"].append({"file": path.name, "sentences": sentences, "new_words": tables[3]})
+        sentences, renamed = write_copy(plan, copy, path)
+        record["copies"].append({"file": path.name, "sentences": sentences, "new_words": renamed})
         print(json.dumps(record["copies"][-1]), flush=True)
     record["sentences"] = sum(c["sentences"] for c in record["copies"])
     record["expected_vocab"] = record["source_vocab"] + sum(c["new_words"] for c in record["copies"])
     (out.parent / f"{out.name}.generator.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
+
+
+def write_prepared(source: Path, out: Path, copies: int, seed: int = 0) -> dict:
+    """What `skipview data prepare --format lines --max-vocab 0` makes of ``generate``'s folder, written directly
+    (numpy gathers, no tokenising): for measuring training at sizes whose prepare would outlast the session. The
+    files are the same byte for byte but ``meta.json``, which names the generator instead of the input files
+    (tests/benchmarks/test_scale_corpus.py)."""
+    plan = Plan(source, seed)
+    renamed = [plan.renamed(copy) for copy in range(copies)]
+    # every word's count over all copies: the source's, once per copy that keeps it
+    kept_copies = np.full(len(plan.words), copies, dtype=np.int64)
+    new_words, new_counts = [], []
+    for copy, ids in enumerate(renamed):
+        kept_copies[ids] -= 1
+        new_words += [f"{plan.words[i]}-c{copy}" for i in ids]
+        new_counts.append(plan.counts[ids])
+    counts = np.concatenate([plan.counts * kept_copies, *new_counts])
+    words = list(plan.words) + new_words
+    vocab = Vocab.from_counts(dict(zip(words[len(SPECIALS):], counts[len(SPECIALS):].tolist())))
+    final_id = np.array([*range(len(SPECIALS)), *(vocab.index[w] for w in words[len(SPECIALS):])], dtype=np.uint32)
+    first_new = len(plan.words) + np.cumsum([0, *map(len, renamed)])      # where each copy's new words begin
+    out.mkdir(parents=True, exist_ok=True)
+    sentences = tokens = documents = 0
+    with open(out / "tokens.bin", "wb") as token_file, open(out / "lengths.tmp", "wb") as lengths, \
+            open(out / "starts.tmp", "wb") as starts:
+        for copy in range(copies):
+            to_final = final_id[:len(plan.words)].copy()
+            to_final[renamed[copy]] = final_id[first_new[copy]: first_new[copy + 1]]
+            for ids, ends in plan.documents(copy):
+                token_file.write(to_final[ids].tobytes())
+                starts.write(np.int64(sentences).tobytes())
+                lengths.write(np.diff(ends, prepend=0).tobytes())
+                sentences, tokens, documents = sentences + len(ends), tokens + len(ids), documents + 1
+    offsets = np.concatenate([[0], np.cumsum(np.fromfile(out / "lengths.tmp", dtype=np.int64))])
+    np.save(out / "offsets.npy", offsets)
+    np.save(out / "doc_index.npy", np.fromfile(out / "starts.tmp", dtype=np.int64))
+    for scratch in ("lengths.tmp", "starts.tmp"):
+        (out / scratch).unlink()
+    vocab.save(out / "vocab.tsv")
+    meta = {"format_version": 1, "documents": documents, "sentences": sentences, "tokens": tokens,
+            "mean_sentence_length": round(tokens / sentences, 4), "vocab_size": len(vocab),
+            "word_types_seen": len(vocab) - len(SPECIALS), "unk_tokens": 0, "empty_sentences_dropped": 0,
+            "tokenizer": plan.corpus.meta["tokenizer"],
+            "input": {"sha256": plan.corpus.meta.get("input", {}).get("sha256"), "skipped": {}},
+            "generated_by": {**_record(plan, source, seed), "copies": copies}}
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return meta
+
+
+def _record(plan: Plan, source: Path, seed: int) -> dict:
+    return {"source": str(source), "seed": seed, "heaps": {"K": round(plan.heaps[0], 3),
+                                                           "beta": round(plan.heaps[1], 4)},
+            "source_vocab": len(plan.words) - len(SPECIALS), "copies": []}
 
 
 def main() -> None:
@@ -125,7 +193,13 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="raw folder to write (copy-NNNN.txt, lines format)")
     parser.add_argument("--copies", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prepared", action="store_true",
+                        help="write OUT as the prepared corpus `skipview data prepare` would make of the raw folder")
     args = parser.parse_args()
+    if args.prepared:
+        meta = write_prepared(args.source, args.out, args.copies, args.seed)
+        print(json.dumps({k: v for k, v in meta.items() if k != "generated_by"}, indent=2))
+        return
     record = generate(args.source, args.out, args.copies, args.seed)
     print(json.dumps({k: v for k, v in record.items() if k != "copies"}, indent=2))
 

@@ -54,3 +54,16 @@ def test_copies_prepare_back_to_the_source_with_their_own_order_and_new_words(tm
     n = source.num_sentences
     assert sentences(everything, n, 2 * n) != sentences(source, 0, n)
     assert sorted(sentences(everything, n, 2 * n)) == sorted(sentences(source, 0, n))
+
+
+def test_the_prepared_store_written_directly_is_what_prepare_makes_of_the_copies(tmp_path):
+    source = write_prepared_corpus(tmp_path / "source", documents(np.random.default_rng(1), 12))
+    scale_corpus.generate(source.path, tmp_path / "raw", copies=3, seed=0)
+    prepare_corpus(tmp_path / "raw", tmp_path / "prepared", PrepareOptions(format="lines", max_vocab=None),
+                   workers=1, progress=False)
+    meta = scale_corpus.write_prepared(source.path, tmp_path / "direct", copies=3, seed=0)
+    for name in ("tokens.bin", "offsets.npy", "doc_index.npy", "vocab.tsv"):
+        assert (tmp_path / "direct" / name).read_bytes() == (tmp_path / "prepared" / name).read_bytes(), name
+    prepared = PreparedCorpus(tmp_path / "prepared")
+    assert (meta["sentences"], meta["tokens"], meta["documents"]) == (
+        prepared.num_sentences, len(prepared.tokens), prepared.num_documents)
