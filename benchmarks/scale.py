@@ -14,10 +14,12 @@ Stages (each a fresh process of the `skipview` command a user runs, sampled ever
 * ``generate``    instead of prepare, where prepare would outlast the session on this loaded machine: the store
                   prepare makes of the point's copies, written directly by scale_corpus.py (--corpus generated).
 * ``vocabulary``  the vocabulary prepare kept: size, file, what other cuts would keep, and a process that loads it.
-* ``wordvecs``    fastText is timed once on a sample (the first 120k sentences, params.yaml's novels settings); every
-                  point imports that model (``--pretrained fasttext.bin --subword-oov``: every word, the new ones
-                  too, gets a vector) and states fastText's training time on the point extrapolated from the
-                  sample's time per token (which does not depend on the corpus size).
+* ``wordvecs``    every point imports one fastText model, trained once on the first 120k sentences with params.yaml's
+                  novels settings (``--pretrained fasttext.bin --subword-oov``: every word, the new ones too, gets a
+                  vector), and states fastText's training time on the point extrapolated from fastText's CPU time
+                  per token on the first 30k sentences (which does not depend on the corpus size).
+* ``startup``     one training worker's start-up without Ray (its own ``build``, batching plan, first batch), timed
+                  in wall and CPU seconds, with its peak RSS.
 * ``train``       `skipview train` with reports/tune_sif_claim/best_config.yaml (disc, h = 256, N = 512, bf16), two
                   DDP workers of one thread, ``--steps`` steps with a checkpoint half way; the workers' own log lines
                   give start-up (corpus opened, batching plan made, first batch read), steps, checkpoint and final
@@ -37,8 +39,9 @@ Result schema (``--json``, default reports/benchmarks/scale.json; a point's entr
                                         # (on a loaded machine CPU time, not wall time, is what compares)
              "disk": {"path", "mb", "files"},                          # what the stage left on disk
              ...stage's own figures: prepare "us_per_sentence", "cpu_us_per_sentence"; vocabulary "cuts" (words and
-                token coverage other cuts would keep); wordvecs "fasttext_train_s" (extrapolated from the sample);
-                train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s", "steps", "steps_s",
+                token coverage other cuts would keep); wordvecs "fasttext_train_s" (CPU s extrapolated from the sample);
+                startup "phases" {"built_s", "built_cpu_s", "plan_and_first_batch_s", ..._cpu_s, "total_s",
+                "total_cpu_s"}; train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s", "steps", "steps_s",
                 "checkpoint_s"}}, "final_model_s"}, "model_disk"; evaluate "sts14"}}}}}
 
 PSS (proportional set size) splits a page shared by several processes between them: the memory-mapped corpus and
@@ -64,12 +67,14 @@ import psutil
 from emit import emit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "train", "evaluate")
+STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "train", "evaluate")
 SOURCE = "/work/main/data/novels_news/prepared"
 PROFILE = "reports/tune_sif_claim/best_config.yaml"
 SENTEVAL = "/work/shared/data/senteval/downstream"
 # params.yaml's novels settings (corpora.gutenberg_novels.wordvecs): what the real corpus's vectors were made with
 FASTTEXT_SETTINGS = ("--method", "skipgram", "--dim", "300", "--epochs", "2", "--threads", "2")
+TIMING_SENTENCES = 30_000       # fastText timed on these (its CPU time per token is flat in the corpus size)
+MODEL_SENTENCES = 120_000       # the fastText model every point imports is trained on these
 MB = 1 << 20
 _SMALL_PROCESS_MB = 20          # Ray's helpers below this are left out of the record (they are always there)
 
@@ -227,7 +232,7 @@ def stage_vocabulary(point: dict, paths: dict, env: dict, args) -> dict:
     cuts = {f"min_count_{m}": _cut(counts >= m, counts, total) for m in (2, 5)}
     cuts.update({f"top_{n}": _cut(np.arange(len(counts)) < n, counts, total) for n in (20_000, 100_000, 1_000_000)})
     return {**record, "vocab_size": meta["vocab_size"], "word_types_seen": meta["word_types_seen"],
-            "options": meta["options"], "cuts": cuts}
+            "options": meta.get("options"), "cuts": cuts}
 
 
 def _counts(vocab_tsv: Path) -> np.ndarray:
@@ -242,35 +247,38 @@ def _cut(kept: np.ndarray, counts: np.ndarray, total: int) -> dict:
 def stage_wordvecs(point: dict, paths: dict, env: dict, args) -> dict:
     out = paths["wordvecs"]
     meta = json.loads((paths["prepared"] / "meta.json").read_text())
-    sample = args.work / "fasttext-sample.json"
-    if not sample.is_file():
-        sample.write_text(json.dumps(time_fasttext(args, env), indent=2) + "\n")
-    measured = json.loads(sample.read_text())
-    model = args.fasttext_bin or args.work / "sample" / "wordvecs" / "fasttext.bin"
+    timing = args.work / f"fasttext-timing-{TIMING_SENTENCES}.json"
+    if not timing.is_file():
+        timing.write_text(json.dumps(fasttext_on_sample(args, env, TIMING_SENTENCES), indent=2) + "\n")
+    measured = json.loads(timing.read_text())
+    model = args.fasttext_bin or args.work / f"sample-{MODEL_SENTENCES}" / "wordvecs" / "fasttext.bin"
     if not model.is_file():
-        raise SystemExit(f"{model}: no fastText model to import (--fasttext-bin)")
+        fasttext_on_sample(args, env, MODEL_SENTENCES)
     record = run_stage(skipview("data", "wordvecs", str(paths["prepared"]), str(out), "--pretrained", str(model),
                                 "--subword-oov", "--overwrite"),
                        paths["logs"] / "wordvecs.txt", env, out)
+    # CPU time, not wall time: the sample's wall time says more about the machine's load than about fastText
+    cpu_per_token = measured["cpu_s"] / measured["tokens"]
     record["fasttext_train_s"] = {
-        "extrapolated": round(measured["wall_s"] / measured["tokens"] * meta["tokens"], 1),
+        "extrapolated_cpu_s": round(cpu_per_token * meta["tokens"], 1),
+        "extrapolated_wall_s_2_idle_cores": round(cpu_per_token * meta["tokens"] / 2, 1),
         "from": f"fastText on the first {measured['sentences']} sentences ({measured['tokens']} tokens): "
-                f"{measured['wall_s']} s, {measured['command']}"}
+                f"{measured['cpu_s']} CPU s, {measured['wall_s']} s wall, {measured['command']}"}
     return record
 
 
-def time_fasttext(args, env: dict) -> dict:
-    """fastText trained on a sample (the first --sample-sentences sentences of the pool's first copy, whole
-    documents) with the novels' settings of params.yaml; its time per token is flat in the corpus size."""
-    folder = args.work / "sample"
+def fasttext_on_sample(args, env: dict, sentences: int) -> dict:
+    """fastText trained on the first ``sentences`` sentences of the pool's first copy (whole documents) with the
+    novels' settings of params.yaml, in data/scale/sample-N/; its run record with the sample's size."""
+    folder = args.work / f"sample-{sentences}"
     folder.mkdir(parents=True, exist_ok=True)
     with open(args.work / "pool" / "copy-0000.txt", encoding="utf-8") as source, \
             open(folder / "sample.txt", "w", encoding="utf-8") as sample:
-        sentences = 0
+        written = 0
         for line in source:
-            if not line.strip() and sentences >= args.sample_sentences:
+            if not line.strip() and written >= sentences:
                 break
-            sentences += bool(line.strip())
+            written += bool(line.strip())
             sample.write(line)
     subprocess.run(skipview("data", "prepare", str(folder / "sample.txt"), str(folder / "prepared"), "--format",
                             "lines", "--no-progress", "--overwrite"), check=True, env=env, cwd=REPOSITORY)
@@ -317,18 +325,46 @@ def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
     return record
 
 
+def stage_startup(point: dict, paths: dict, env: dict, args) -> dict:
+    record = run_stage([sys.executable, "benchmarks/scale.py", "--probe-startup", str(paths["prepared"]),
+                        str(paths["wordvecs"])], paths["logs"] / "startup.txt", env, None)
+    record["phases"] = json.loads((paths["logs"] / "startup.txt").read_text().splitlines()[-1])
+    return record
+
+
+def probe_startup(corpus: str, wordvecs: str) -> dict:
+    """One training worker's start-up without Ray, timed in wall and CPU seconds (CPU time is what compares on a
+    loaded machine): the worker's own ``build`` (corpus opened, vocabulary, word vectors, objective), then its
+    batching plan and first batch as rank 0 of 2."""
+    from skipview.platform.training.config import load_settings
+    from skipview.platform.training.objectives import build
+
+    settings = load_settings(PROFILE, {"corpus": corpus, "wordvecs": wordvecs, "senteval_dir": None}, [])
+    clocks = [(time.perf_counter(), time.process_time())]
+    built = build(settings)
+    clocks.append((time.perf_counter(), time.process_time()))
+    next(iter(built.batches(rank=0, world_size=2, epoch=0, start_batch=0)))
+    clocks.append((time.perf_counter(), time.process_time()))
+    phases = {}
+    for name, (start, end) in zip(("built", "plan_and_first_batch"), zip(clocks, clocks[1:])):
+        phases[f"{name}_s"], phases[f"{name}_cpu_s"] = round(end[0] - start[0], 3), round(end[1] - start[1], 3)
+    phases["total_s"], phases["total_cpu_s"] = (round(clocks[-1][0] - clocks[0][0], 2),
+                                                 round(clocks[-1][1] - clocks[0][1], 2))
+    return phases
+
+
 def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
     scores = paths["point"] / "eval.json"
     record = run_stage(skipview("evaluate", "--model", str(paths["point"] / "model"), "--tasks", "sts14",
                                 "--senteval-dir", SENTEVAL, "--device", "cpu", "--output", str(scores)),
                        paths["logs"] / "evaluate.txt", env, scores)
-    metrics = json.loads(scores.read_text())
-    record["sts14"] = metrics.get("metrics", metrics).get("sts14")
+    record["sts14"] = json.loads(scores.read_text())["metrics"]["sts14.pearson.mean"]    # the project's headline
     return record
 
 
 STAGE_RUNNERS = {"prepare": stage_prepare, "generate": stage_generate, "vocabulary": stage_vocabulary,
-                 "wordvecs": stage_wordvecs, "train": stage_train, "evaluate": stage_evaluate}
+                 "wordvecs": stage_wordvecs, "startup": stage_startup, "train": stage_train,
+                 "evaluate": stage_evaluate}
 
 
 # ----------------------------------------------------------------------------------------------------- main
@@ -356,6 +392,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--table", action="store_true", help="print the curve of --json as a markdown table")
+    parser.add_argument("--probe-startup", nargs=2, metavar=("CORPUS", "WORDVECS"), help=argparse.SUPPRESS)
     parser.add_argument("--copies", type=int, help="copies of the source corpus (1 = 1.18M sentences)")
     parser.add_argument("--label", default="after", help="the point's name: before (old code) or after")
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
@@ -366,8 +403,6 @@ def main() -> None:
     parser.add_argument("--source", default=SOURCE, help="the prepared corpus the pool was made from")
     parser.add_argument("--fasttext-bin", type=Path,
                         help="fastText model every point imports (default: the one timed on the sample)")
-    parser.add_argument("--sample-sentences", type=int, default=120_000,
-                        help="sentences fastText is timed on, once (data/scale/fasttext-sample.json)")
     parser.add_argument("--code", type=Path, help="run the skipview commands with this package folder first on "
                                                   "PYTHONPATH (another commit's code, `pip install --target`)")
     parser.add_argument("--work", type=Path, default=REPOSITORY / "data/scale", help="corpora, runs and logs")
@@ -376,6 +411,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.table:
         print(table(json.loads(args.json.read_text())))
+        return
+    if args.probe_startup:
+        print(json.dumps(probe_startup(*args.probe_startup)))
         return
     if args.copies is None:
         parser.error("--copies is required (or --table)")
@@ -409,7 +447,8 @@ def table(document: dict) -> str:
         return value if value != {} else None
 
     def workers(point, key):
-        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWorker" in p["role"]]
+        # "RayTrainWo": Linux cuts long process titles
+        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWo" in p["role"]]
         return " / ".join(f"{v:.0f}" for v in found) or None
 
     def ranks(point, key):
@@ -428,12 +467,17 @@ def table(document: dict) -> str:
         "word vectors import wall (s)": lambda p: stage(p, "wordvecs", "wall_s"),
         "word vectors import peak RSS (MB)": lambda p: stage(p, "wordvecs", "maxrss_mb"),
         "word vectors on disk (MB)": lambda p: stage(p, "wordvecs", "disk", "mb"),
-        "fastText training, extrapolated (s)": lambda p: stage(p, "wordvecs", "fasttext_train_s", "extrapolated"),
+        "fastText training, extrapolated (CPU s)": lambda p: stage(p, "wordvecs", "fasttext_train_s",
+                                                                   "extrapolated_cpu_s"),
+        "start-up probe: built (s wall / CPU)": lambda p: _pair(stage(p, "startup", "phases"), "built"),
+        "start-up probe: plan and first batch (s wall / CPU)": lambda p: _pair(stage(p, "startup", "phases"),
+                                                                              "plan_and_first_batch"),
+        "start-up probe peak RSS (MB)": lambda p: stage(p, "startup", "maxrss_mb"),
         "train wall (s)": lambda p: stage(p, "train", "wall_s"),
         "built: corpus, vectors, objective (s, rank 0 / 1)": lambda p: ranks(p, "built_s"),
         "start-up to first batch (s, rank 0 / 1)": lambda p: ranks(p, "startup_s"),
         "steps (s, rank 0 / 1)": lambda p: ranks(p, "steps_s"),
-        "checkpoint (s, rank 0 / 1)": lambda p: ranks(p, "checkpoint_s"),
+        "checkpoints, the final one included (s, rank 0 / 1)": lambda p: ranks(p, "checkpoint_s"),
         "final model (s)": lambda p: stage(p, "train", "phases", "final_model_s"),
         "train driver peak RSS (MB)": lambda p: next((x["peak_rss_mb"] for x in stage(p, "train", "processes") or []
                                                      if x["role"] == "driver"), None),
@@ -454,6 +498,10 @@ def table(document: dict) -> str:
                                                  if isinstance(c, float) else f"{c:,}" if isinstance(c, int)
                                                  else str(c) for c in cells) + " |")
     return "\n".join(lines)
+
+
+def _pair(phases: dict | None, name: str) -> str | None:
+    return f"{phases[name + '_s']:.2f} / {phases[name + '_cpu_s']:.2f}" if phases else None
 
 
 def save(args, point: dict) -> None:
