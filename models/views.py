@@ -15,8 +15,8 @@ Other encoders (skip-thought's) subclass ``View`` and register themselves with `
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 import warnings
+from abc import ABC, abstractmethod
 from typing import ClassVar, Literal
 
 import numpy as np
