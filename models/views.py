@@ -15,9 +15,11 @@ Other encoders (skip-thought's) subclass ``View`` and register themselves with `
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from typing import ClassVar, Literal
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
@@ -28,6 +30,7 @@ from skipview.models.vocab import PAD_ID
 
 Mode = Literal["unsupervised", "supervised"]
 MODES: tuple[Mode, ...] = ("unsupervised", "supervised")
+_ROWS_PER_CHECK = 1 << 16
 
 _VIEW_CLASSES: dict[str, type["View"]] = {}
 
@@ -246,15 +249,31 @@ def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size:
 
 
 def frozen_word_vectors(word_vectors, vocab_size: int) -> torch.Tensor:
-    """Fixed word-vector matrix as a float32 tensor, row <pad> forced to zero so padding contributes nothing."""
+    """Fixed word-vector matrix as a float32 tensor, row <pad> zero so padding contributes nothing.
+
+    A read-only float32 array whose <pad> row is already zero (the memory-mapped ``vectors.npy``, whose specials are
+    zero rows by contract) is used in place: the training workers of a node then share the page cache's one copy of
+    a table that grows with the vocabulary (1.2 GB at a million words) instead of each holding a private one. The
+    table is never written (it takes no gradient and DDP leaves buffers alone, ``platform/training/loop.py``).
+    Anything else is copied."""
     if word_vectors is None:
         raise ValueError("the multi-view objectives need a fixed word-vector matrix (vectors.npy), got None")
-    matrix = torch.as_tensor(word_vectors, dtype=torch.float32).clone()
+    shared = (isinstance(word_vectors, np.ndarray) and not word_vectors.flags.writeable and word_vectors.ndim == 2
+              and word_vectors.dtype == np.float32 and len(word_vectors) > PAD_ID and not word_vectors[PAD_ID].any())
+    if shared:
+        with warnings.catch_warnings():     # torch warns that writing a read-only array is undefined: never done here
+            warnings.simplefilter("ignore", UserWarning)
+            matrix = torch.from_numpy(word_vectors)
+    else:
+        matrix = torch.as_tensor(word_vectors, dtype=torch.float32).clone()
     if matrix.ndim != 2 or matrix.shape[0] != vocab_size:
         raise ValueError(f"word-vector matrix has shape {tuple(matrix.shape)}, expected ({vocab_size}, dim) "
                          "to match the vocabulary")
-    if not torch.isfinite(matrix).all():
-        raise ValueError("word-vector matrix contains NaN or infinite values")
-    matrix[PAD_ID] = 0.0
+    # in row blocks: a whole-table check would allocate a mask as large as the table's rows
+    for start in range(0, vocab_size, _ROWS_PER_CHECK):
+        if not torch.isfinite(matrix[start: start + _ROWS_PER_CHECK]).all():
+            raise ValueError("word-vector matrix contains NaN or infinite values")
+    if not shared:
+        matrix[PAD_ID] = 0.0
     return matrix
 

@@ -46,8 +46,10 @@ def prepare(
                                             "(.jsonl* -> jsonl, .txt* -> books)."),
     text_field: str = typer.Option("text", help="jsonl: the field holding the document text."),
     lowercase: bool = typer.Option(True, help="Lower-case (as skip-thought and SentEval's STS files)."),
-    max_vocab: int = typer.Option(0, help="Vocabulary size including the 4 specials; 0 = no limit. Rarer words "
-                                          "become <unk>. Ids are by frequency, so a trainer can also cut later."),
+    max_vocab: Optional[int] = typer.Option(None, show_default=False, help="Vocabulary size including the 4 "
+                                            "specials; 0 = no limit; default 1,000,000, which bounds a corpus of "
+                                            "any size as the papers' vocabularies were (PrepareOptions). Rarer words "
+                                            "become <unk>. Ids are by frequency, so a trainer can also cut later."),
     min_count: int = typer.Option(1, help="Words seen fewer times become <unk>."),
     max_line_bytes: int = typer.Option(1 << 20, help="Longer lines are skipped (counted in meta.json)."),
     strict: bool = typer.Option(False, help="Stop with an error at the first bad input instead of skipping it."),
@@ -70,9 +72,9 @@ def prepare(
     from skipview.platform.data.readers import BadInputError
     from skipview.platform.data.staging import OutputExistsError
 
-    options = PrepareOptions(format=format, text_field=text_field, lowercase=lowercase,
-                             max_vocab=max_vocab or None, min_count=min_count, max_line_bytes=max_line_bytes,
-                             strict=strict)
+    vocabulary_cap = PrepareOptions.max_vocab if max_vocab is None else max_vocab or None
+    options = PrepareOptions(format=format, text_field=text_field, lowercase=lowercase, max_vocab=vocabulary_cap,
+                             min_count=min_count, max_line_bytes=max_line_bytes, strict=strict)
     try:
         meta = prepare_corpus(corpus, out, options, workers=workers or None, overwrite=overwrite,
                               progress=progress)

@@ -44,6 +44,7 @@ from skipview.platform.data.staging import staged_directory
 log = logging.getLogger("skipview.data")
 
 FORMAT_VERSION = 1
+DEFAULT_MAX_VOCAB = 1_000_000
 _CHUNK = 1 << 22                # values per step when rewriting the scratch files
 _SENTENCE_LANGUAGE = "en"
 
@@ -55,7 +56,12 @@ class PrepareOptions:
     format: str = "auto"
     text_field: str = "text"
     lowercase: bool = True
-    max_vocab: int | None = None      # including the 4 specials; None keeps every word with min_count
+    # including the 4 specials; None keeps every word with min_count. The default bounds the vocabulary (and so the
+    # word-vector table, 1.2 GB at dim 300, and every model directory) whatever the corpus size, as the papers'
+    # were bounded: skip-thought trains on 20,000 words; the multi-view models read fixed fastText vectors, zero for
+    # words outside fastText's table (1M words for wiki-news-300d-1M, which the paper does not name). Below ~30M
+    # novel-and-news sentences no word is cut (reports/benchmarks/scale.md).
+    max_vocab: int | None = DEFAULT_MAX_VOCAB
     min_count: int = 1
     max_line_bytes: int = 1 << 20
     strict: bool = False

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skipview.models import registry
+from skipview.models import registry, views
 from skipview.models.batching import Sentences, WindowBatch
 from torch.nn.utils.rnn import pack_padded_sequence
 
@@ -145,6 +145,26 @@ def test_pad_row_of_the_word_vectors_is_zero_and_bad_matrices_are_rejected():
         frozen_word_vectors(np.ones((5, 3)), 6)
     with pytest.raises(ValueError, match="NaN"):
         frozen_word_vectors(np.full((5, 3), np.nan), 5)
+
+
+def test_a_read_only_memory_mapped_table_is_shared_not_copied(tmp_path, monkeypatch):
+    table = np.arange(15, dtype=np.float32).reshape(5, 3)
+    table[0] = 0.0
+    np.save(tmp_path / "vectors.npy", table)
+    mapped = np.load(tmp_path / "vectors.npy", mmap_mode="r")
+    matrix = frozen_word_vectors(mapped, 5)
+    assert np.shares_memory(matrix.numpy(), mapped) and torch.equal(matrix, torch.from_numpy(table))
+    # a table whose <pad> row is not zero cannot be used in place: it is copied, the copy's row zeroed
+    table[0] = 1.0
+    np.save(tmp_path / "vectors.npy", table)
+    copied = frozen_word_vectors(np.load(tmp_path / "vectors.npy", mmap_mode="r"), 5)
+    assert torch.all(copied[0] == 0) and torch.equal(copied[1:], torch.from_numpy(table[1:]))
+    # the finiteness check reads the table in row blocks; a NaN in the last block is still found
+    monkeypatch.setattr(views, "_ROWS_PER_CHECK", 2)
+    table[0], table[4, 1] = 0.0, np.nan
+    np.save(tmp_path / "vectors.npy", table)
+    with pytest.raises(ValueError, match="NaN"):
+        frozen_word_vectors(np.load(tmp_path / "vectors.npy", mmap_mode="r"), 5)
 
 
 @pytest.mark.parametrize("name", ["disc", "gen"])
