@@ -157,16 +157,22 @@ def data_path(args) -> dict:
 
 def scale_rates(document: dict, path: Path) -> dict:
     """The BookCorpus-scale curve (benchmarks/scale.py's schema): prepare's and fastText's seconds per token at its
-    largest point of the current code (label "after"), and how training's start-up grows with the corpus."""
+    largest point of the current code (label "after"), and how training's start-up grows with the corpus.
+
+    The curve was measured on a machine loaded by other work, so the seconds are its CPU seconds spread over its
+    cores (what the same work takes on those cores idle), not its wall time: prepare's ``cpu_s``, fastText's CPU
+    seconds extrapolated from its sample. Points that hold no corpus of their own (a rerun of one stage) are skipped."""
     try:
-        points = sorted((p for p in document["points"].values() if p.get("label", "after") == "after"),
-                        key=lambda p: p["sentences"])
+        cores = document["machine"]["cpus"]
+        points = sorted((p for p in document["points"].values()
+                         if p.get("label", "after") == "after" and "sentences" in p), key=lambda p: p["sentences"])
         largest = points[-1]
         fasttext = largest["stages"]["wordvecs"]["fasttext_train_s"]
-        rates = {"source": f"{path.name}, its point of {largest['sentences']:,} sentences",
-                 "cores_measured": document["machine"]["cpus"],
-                 "prepare_s_per_token": largest["stages"]["prepare"]["wall_s"] / largest["tokens"],
-                 "fasttext_s_per_token": fasttext.get("measured", fasttext.get("extrapolated")) / largest["tokens"],
+        rates = {"source": f"{path.name}, its point of {largest['sentences']:,} sentences (CPU seconds over "
+                           f"{cores} cores)",
+                 "cores_measured": cores,
+                 "prepare_s_per_token": largest["stages"]["prepare"]["cpu_s"] / cores / largest["tokens"],
+                 "fasttext_s_per_token": fasttext["extrapolated_cpu_s"] / cores / largest["tokens"],
                  "startup_s_per_sentence": None}
         started = [p for p in points if "train" in p["stages"]]
         if len(started) >= 2 and started[-1]["sentences"] > started[0]["sentences"]:
@@ -178,7 +184,7 @@ def scale_rates(document: dict, path: Path) -> dict:
         return rates
     except (AttributeError, KeyError, IndexError, TypeError, ValueError) as error:
         raise SystemExit(f"error: {path}: {type(error).__name__} {error} where cost.py reads the largest point's "
-                         "sentences, tokens, stages.prepare.wall_s and stages.wordvecs.fasttext_train_s")
+                         "sentences, tokens, stages.prepare.cpu_s and stages.wordvecs.fasttext_train_s.extrapolated_cpu_s")
 
 
 def command_setting(cluster_file: Path, key: str) -> int:

@@ -53,13 +53,14 @@ def test_a_scale_curve_replaces_the_data_path_figures_and_a_bad_one_is_named(tmp
     scale = tmp_path / "scale.json"
     def point(copies: int, prepare_s: float, fasttext: dict, startup_s: float) -> dict:
         return {"label": "after", "copies": copies, "sentences": copies * 1_000_000, "tokens": copies * 20_000_000,
-                "stages": {"prepare": {"wall_s": prepare_s}, "wordvecs": {"fasttext_train_s": fasttext},
+                "stages": {"prepare": {"cpu_s": prepare_s}, "wordvecs": {"fasttext_train_s": fasttext},
                            "train": {"phases": {"per_rank": {"rank0": {"startup_s": startup_s},
                                                              "rank1": {"startup_s": startup_s - 1}}}}}}
     scale.write_text(json.dumps({"machine": {"cpus": 2}, "points": {
-        "after/1": point(1, 10.0, {"measured": 100.0, "tokens": 20_000_000}, 10.0),
-        "after/30": point(30, 600.0, {"extrapolated": 3000.0}, 39.0),
-        "before/30": {**point(30, 6000.0, {"extrapolated": 3000.0}, 500.0), "label": "before"}}}))
+        "after/1": point(1, 20.0, {"extrapolated_cpu_s": 200.0}, 10.0),
+        "after/30": point(30, 1200.0, {"extrapolated_cpu_s": 6000.0}, 39.0),
+        "after-rerun/30": {"label": "after", "stages": {}},                    # a rerun of one stage: no corpus
+        "before/30": {**point(30, 12000.0, {"extrapolated_cpu_s": 6000.0}, 500.0), "label": "before"}}}))
     done = cost(tmp_path, "--scale", str(scale), "--prep-cores", "2")
     assert done.returncode == 0, done.stderr
     document = json.loads((tmp_path / "cost.json").read_text())
