@@ -48,18 +48,18 @@ app.command("ablation")(tuning_cli.ablation)
 app.add_typer(tuning_cli.study_app, name="study")
 
 _options = {"debug": False}
-# Help is sized to the terminal, 80 columns where there is none (a pipe, a log): at 80 the option names leave 18
-# columns for the help, and rich cuts a longer word ("params.yaml:trai…"). At 100 every option's help fits whole.
+# Help is sized to the terminal, 100 columns where there is none (a pipe, a log). Rich's boxed table needs 100: at 80
+# the option names leave 18 columns for the help, and rich cuts a longer word ("params.yaml:trai…") and even an
+# option's own name ("--wait-for-worke…"). Narrower, help is click's plain list, which wraps and never cuts.
 HELP_MIN_WIDTH = 100
 
 
-def help_width() -> int | None:
-    """The width help is drawn at: an explicit TERMINAL_WIDTH (typer's) or COLUMNS (None: rich reads it) as
-    given, else the terminal's, at least ``HELP_MIN_WIDTH``."""
-    if os.environ.get("TERMINAL_WIDTH", "").isdigit():
-        return int(os.environ["TERMINAL_WIDTH"])
-    if os.environ.get("COLUMNS"):
-        return None
+def help_width() -> int:
+    """The width help is drawn at: an explicit TERMINAL_WIDTH (typer's) or COLUMNS as given, else the terminal's,
+    at least ``HELP_MIN_WIDTH``."""
+    for variable in ("TERMINAL_WIDTH", "COLUMNS"):
+        if os.environ.get(variable, "").isdigit():
+            return int(os.environ[variable])
     return max(shutil.get_terminal_size().columns, HELP_MIN_WIDTH)
 
 
@@ -77,7 +77,8 @@ def run(argv: list[str] | None = None) -> int:
     end = argv.index("--") if "--" in argv else len(argv)
     _options["debug"] = "--debug" in argv[:end]
     argv = [word for i, word in enumerate(argv) if i >= end or word != "--debug"]
-    typer.rich_utils.MAX_WIDTH = help_width()
+    typer.rich_utils.MAX_WIDTH = width = help_width()
+    app.rich_markup_mode = "rich" if width >= HELP_MIN_WIDTH else None       # None: click's plain help
     try:
         result = app(args=argv, prog_name="skipview", standalone_mode=False)
     except typer.TyperException as error:
