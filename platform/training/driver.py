@@ -142,6 +142,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
 
     from skipview.platform.training.divergence import FailWithoutRestart
     from skipview.platform.training.loop import train_loop_per_worker
+    from skipview.platform.training.rendezvous import NodeAddressTorchConfig
     from skipview.platform.training.run_folder import KeepSnapshot
 
     # a local storage's copy of Ray's checkpoint record, which a full disk can leave empty (run_folder.py)
@@ -150,6 +151,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config=loop_config(settings, run, tracking_uri),
+        torch_config=NodeAddressTorchConfig(),          # the DDP store on the node's address (rendezvous.py)
         scaling_config=ray.train.ScalingConfig(
             num_workers=run.workers, use_gpu=run.gpus_per_worker > 0,
             resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
