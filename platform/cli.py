@@ -26,6 +26,7 @@ import typer.rich_utils
 
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
+from skipview.platform import errors
 from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
 from skipview.platform.evaluation import cli as evaluation_cli
 from skipview.platform.training import cli as training_cli
@@ -47,7 +48,6 @@ app.command("tune")(tuning_cli.tune)
 app.command("ablation")(tuning_cli.ablation)
 app.add_typer(tuning_cli.study_app, name="study")
 
-_options = {"debug": False}
 # Help is sized to the terminal, 100 columns where there is none (a pipe, a log). Rich's boxed table needs 100: at 80
 # the option names leave 18 columns for the help, and rich cuts a longer word ("params.yaml:trai…") and even an
 # option's own name ("--wait-for-worke…"). Narrower, help is click's plain list, which wraps and never cuts.
@@ -75,7 +75,7 @@ def run(argv: list[str] | None = None) -> int:
     # --debug anywhere before a "--" (after it, the words belong to the command `submit` ships), not only before
     # the subcommand as click would have it: it is what one appends to a failed command line
     end = argv.index("--") if "--" in argv else len(argv)
-    _options["debug"] = "--debug" in argv[:end]
+    errors.debug = "--debug" in argv[:end]
     argv = [word for i, word in enumerate(argv) if i >= end or word != "--debug"]
     typer.rich_utils.MAX_WIDTH = width = help_width()
     app.rich_markup_mode = "rich" if width >= HELP_MIN_WIDTH else None       # None: click's plain help
@@ -98,7 +98,7 @@ def run(argv: list[str] | None = None) -> int:
         typer.echo("aborted", err=True)
         return 130
     except Exception as error:
-        if _options["debug"] or not isinstance(error, user_error_types()):
+        if errors.debug or not isinstance(error, user_error_types()):
             raise
         typer.echo(f"error: {one_line(error)} {DEBUG_HINT}", err=True)
         return 1

@@ -167,7 +167,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     )
 
 
-def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True) -> None:
+def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True, run_log=None) -> None:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may
     use. ``address="local"`` makes it a new Ray of our own even when someone else's ``ray start`` runs here.
 
@@ -179,11 +179,19 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
 
     Ray's observability machinery that nothing of a local run reads is switched off or slowed
     (``LOCAL_HEAD_CONFIG``, ``LOCAL_HEAD_ENV``); a cluster given by address is left as its owner configured it.
+    With ``run_log`` (``run_log.capture``) the workers' output goes to its file instead of the console.
     """
     import ray
 
-    if ray.is_initialized():
-        return
+    if not ray.is_initialized():
+        start_or_join(address, cpus, log_to_driver)
+    if run_log is not None:
+        run_log.take_worker_output()
+
+
+def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) -> None:
+    import ray
+
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         ray.init(address=address, log_to_driver=log_to_driver)
