@@ -35,7 +35,7 @@ def train(
 ) -> None:
     """Train an objective on a prepared corpus with Ray Train (DDP), checkpoints and MLflow tracking.
 
-    Settings come from --config, then the options above, then --set (last wins). Per-step metrics go to MLflow
+    Settings come from --config, then the options, then --set (last wins). Per-step metrics go to MLflow
     (default ./mlflow.db; MLFLOW_TRACKING_URI overrides); checkpoints go to STORAGE/NAME.
     """
     from skipview.platform.training import driver, run_log
