@@ -36,3 +36,18 @@ def test_without_a_terminal_the_driver_prints_a_line_a_minute_with_rate_and_time
 
 def test_time_left_reads_in_minutes_and_hours():
     assert [progress.duration(s) for s in (45, 600, 3 * 3600 + 5 * 60)] == ["45 s", "10 min", "3 h 05 min"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_each_run_is_a_bar_that_ends_at_its_last_step():
+    out = Terminal()
+    display = progress.Display(out)
+    for step in (10, 20, 40):
+        display.show({"run": "r", "step": step, "total": 40, "loss": 0.5})
+    drawn = out.getvalue()
+    assert "run r" in drawn and "40/40" in drawn and "loss 0.5" in drawn
+    assert display.runs["r"].bar is None                    # closed at the last step: later lines start clean
