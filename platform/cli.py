@@ -24,9 +24,9 @@ import sys
 import typer
 import typer.rich_utils
 
+from skipview.platform import errors
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
-from skipview.platform import errors
 from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
 from skipview.platform.evaluation import cli as evaluation_cli
 from skipview.platform.training import cli as training_cli

@@ -33,6 +33,7 @@ from skipview.platform.tracking.lineage import lineage_tags, portable_path
 from skipview.platform.training import checkpoint as ckpt, watchdog
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, check_precision
 from skipview.platform.training.objectives import aligned_word_vectors
+from skipview.platform.training.run_log import RunLog
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -167,7 +168,8 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     )
 
 
-def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True, run_log=None) -> None:
+def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True,
+            run_log: RunLog | None = None) -> None:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may
     use. ``address="local"`` makes it a new Ray of our own even when someone else's ``ray start`` runs here.
 
