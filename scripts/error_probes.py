@@ -43,7 +43,7 @@ class Probe:
     env: dict[str, str] = field(default_factory=dict)       # beside the probes' environment
     kill_with_children: int | None = None                   # kill -9 the command 1 s after it has this many
                                                             # child processes, and list what is left of it
-    count: str | None = None                                # a string whose lines the report counts (e.g. "…")
+    count: str | None = None                                # the report counts the lines with it (e.g. "…")
 
 
 KILLED_GRACE_S = 5.0
@@ -121,14 +121,15 @@ def probes(f: dict[str, str]) -> list[Probe]:
     ]
 
 
-def run_probe(probe: Probe, root: Path, env: dict[str, str]) -> tuple[int, str]:
-    """The probe's exit status and output (stdout and stderr together, as a terminal shows them). A killed
-    command's output ends with what is left of it ``KILLED_GRACE_S`` later."""
+def run_probe(probe: Probe, root: Path, env: dict[str, str]) -> tuple[int, str, str | None]:
+    """The probe's exit status, output (stdout and stderr together, as a terminal shows them) and what the report
+    counts. A killed command's output ends with what is left of it ``KILLED_GRACE_S`` later."""
     command = [sys.executable, "-m", "skipview.platform.cli", *probe.args]
     if probe.kill_with_children is None:
         done = subprocess.run(command, cwd=root, env={**env, **probe.env}, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=600)
-        return done.returncode, done.stdout
+        counted = probe.count and f"{sum(probe.count in line for line in done.stdout.splitlines())} with {probe.count}"
+        return done.returncode, done.stdout, counted
     # a file, not a pipe: orphaned children would hold a pipe open, and reading it would wait for them
     with tempfile.TemporaryFile("w+") as captured:
         started = subprocess.Popen(command, cwd=root, env={**env, **probe.env}, stdout=captured,
@@ -151,7 +152,7 @@ def run_probe(probe: Probe, root: Path, env: dict[str, str]) -> tuple[int, str]:
                f"output: {sorted(p.name for p in root.iterdir() if p.name.startswith('.prepared'))}]\n")
     for child in left:
         child.kill()
-    return started.returncode, output
+    return started.returncode, output, f"{len(left)} of {len(children)} child processes left"
 
 
 def run(out: Path, only: str | None = None) -> None:
@@ -159,6 +160,7 @@ def run(out: Path, only: str | None = None) -> None:
     kept = [r for r in json.loads(out.read_text()) if only not in r["probe"]] if only and out.exists() else []
     records = []
     checkout = probed_checkout()
+    commit = commit_of(checkout)
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         f = fixtures(root)
@@ -167,14 +169,14 @@ def run(out: Path, only: str | None = None) -> None:
         for probe in probes(f):
             if only and only not in probe.title:
                 continue
-            status, output = run_probe(probe, root, env)
+            status, output, counted = run_probe(probe, root, env)
             text = output.replace(scratch, "$TMP").replace(str(checkout), "<checkout>")
             settings = "".join(f"{k}={v} " for k, v in probe.env.items())
-            record = {"probe": probe.title, "commit": commit_of(checkout), "exit": status,
+            record = {"probe": probe.title, "commit": commit, "exit": status,
                       "command": settings + "skipview " + " ".join(probe.args).replace(scratch, "$TMP"),
                       "lines": len(text.splitlines()), "output": text}
-            if probe.count:
-                record["counted"] = f"{sum(probe.count in line for line in text.splitlines())} lines with {probe.count}"
+            if counted:
+                record["counted"] = counted
             records.append(record)
             print(f"{status:4d} {len(text.splitlines()):5d}  {probe.title}", flush=True)
     order = [probe.title for probe in probes(f)]
@@ -228,7 +230,8 @@ def render(before: Path, after: Path, out: Path) -> None:
 
 def summary(record: dict) -> str:
     """``exit 1, 81 lines`` (and what the probe counts)."""
-    return ", ".join([f"exit {record['exit']}", f"{record['lines']} lines", *filter(None, [record.get("counted")])])
+    lines = f"{record['lines']} line{'s' if record['lines'] != 1 else ''}"
+    return ", ".join([f"exit {record['exit']}", lines, *filter(None, [record.get("counted")])])
 
 
 if __name__ == "__main__":
