@@ -20,8 +20,12 @@ app = typer.Typer(help="Fetch raw data, prepare corpora (sentence split, tokenis
 log = logging.getLogger("skipview.data")
 
 
-def _setup_logging() -> None:
+def _setup() -> None:
+    """Logging, and SIGTERM ending the command as Ctrl-C does: its half-written output is removed."""
+    from skipview.platform.processes import exit_on_sigterm      # ctypes: not for every start (platform/cli.py)
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    exit_on_sigterm()
 
 
 def _write_json(path: Optional[Path], content: dict) -> None:
@@ -67,7 +71,7 @@ def prepare(
     and line, skipped and counted in meta.json["input"]["skipped"]; --strict turns it into an error. A missing path
     or a corpus with no sentence is always an error. Same input and options give byte-identical output.
     """
-    _setup_logging()
+    _setup()
     from skipview.platform.data.prepare import PrepareOptions, corpus_statistics, prepare_corpus
     from skipview.platform.data.readers import BadInputError
     from skipview.platform.data.staging import OutputExistsError
@@ -114,7 +118,7 @@ def wordvecs(
     Row i of vectors.npy is word i of the corpus vocab.tsv; words with no vector (and the specials) are zero rows,
     counted in meta.json (words_without_vector, zero_rows, coverage).
     """
-    _setup_logging()
+    _setup()
     from skipview.platform.data.readers import BadInputError
     from skipview.platform.data.staging import OutputExistsError
     from skipview.platform.data.wordvecs import FastTextOptions, import_wordvecs, train_wordvecs, wordvec_statistics
@@ -147,7 +151,7 @@ def fetch(
 
     An archive holding one top-level folder is unpacked to that folder's content.
     """
-    _setup_logging()
+    _setup()
     from skipview.platform.data.fetch import fetch as fetch_data
     from skipview.platform.data.staging import OutputExistsError
 

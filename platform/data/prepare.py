@@ -40,6 +40,7 @@ from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, UNK_ID, Vocab
 from skipview.platform.data.readers import BadInputError, InputReport, Piece, find_sources, read_pieces
 from skipview.platform.data.staging import staged_directory
+from skipview.platform.processes import die_with_parent
 
 log = logging.getLogger("skipview.data")
 
@@ -176,7 +177,9 @@ def _tokenize_in_order(pieces: Iterable[Piece], tokenizer: Tokenizer, workers: i
             return done
         return executor.submit(tokenize_batch, payload, tokenizer.lowercase)
 
-    executor = ProcessPoolExecutor(workers) if workers > 1 else None
+    # the workers die with this process however it ends (a killed parent would leave them waiting forever)
+    executor = (ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+                if workers > 1 else None)
     in_flight: deque[tuple[Future, list[bool]]] = deque()
     try:
         for batch in _batches(pieces, batch_chars):

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from skipview.models import word_weights
+from skipview.models.arrays import load_npy
 from skipview.models.pca import remove_components, shared_components
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import Vocab
@@ -82,7 +83,7 @@ class WordVectors:
         meta = json.loads((path / "meta.json").read_text())
         if "tokenizer" not in meta:
             raise ValueError(f"{path / 'meta.json'}: missing key 'tokenizer' (the settings the vocabulary was built with)")
-        vectors = np.load(path / "vectors.npy", mmap_mode="r")
+        vectors = load_npy(path / "vectors.npy", mmap="r", remake="`skipview data wordvecs`")
         return cls(Vocab.load(path / "vocab.tsv"), np.asarray(vectors, dtype=np.float32),
                    Tokenizer.from_dict(meta["tokenizer"]))
 

@@ -35,6 +35,7 @@ from skipview.platform.tracking.lineage import lineage_tags, portable_path
 from skipview.platform.training import checkpoint as ckpt, watchdog
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, check_precision
 from skipview.platform.training.objectives import aligned_word_vectors
+from skipview.platform.training.run_log import RunLog
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -157,6 +158,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
 
     from skipview.platform.training.divergence import FailWithoutRestart
     from skipview.platform.training.loop import train_loop_per_worker
+    from skipview.platform.training.rendezvous import NodeAddressTorchConfig
     from skipview.platform.training.run_folder import KeepSnapshot
 
     # a local storage's copy of Ray's checkpoint record, which a full disk can leave empty (run_folder.py)
@@ -165,6 +167,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config=loop_config(settings, run, tracking_uri),
+        torch_config=NodeAddressTorchConfig(),          # the DDP store on the node's address (rendezvous.py)
         scaling_config=ray.train.ScalingConfig(
             num_workers=run.workers, use_gpu=run.gpus_per_worker > 0,
             resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
@@ -180,7 +183,8 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     )
 
 
-def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True) -> None:
+def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True,
+            run_log: RunLog | None = None) -> None:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may
     use. ``address="local"`` makes it a new Ray of our own even when someone else's ``ray start`` runs here.
 
@@ -192,11 +196,19 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
 
     Ray's observability machinery that nothing of a local run reads is switched off or slowed
     (``LOCAL_HEAD_CONFIG``, ``LOCAL_HEAD_ENV``); a cluster given by address is left as its owner configured it.
+    With ``run_log`` (``run_log.capture``) the workers' output goes to its file instead of the console.
     """
     import ray
 
-    if ray.is_initialized():
-        return
+    if not ray.is_initialized():
+        start_or_join(address, cpus, log_to_driver)
+    if run_log is not None:
+        run_log.take_worker_output()
+
+
+def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) -> None:
+    import ray
+
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         ray.init(address=address, log_to_driver=log_to_driver)

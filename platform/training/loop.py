@@ -38,6 +38,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from skipview.models.batching import num_batches
 from skipview.models.objective import ObjectiveOutput
 from skipview.platform.evaluation.suite import run_tasks
 from skipview.platform.tracking.tracker import Tracker
@@ -45,6 +46,7 @@ from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import TrainSettings, check_precision
 from skipview.platform.training.objectives import Built, build
 from skipview.platform.training.prefetch import prefetch
+from skipview.platform.training.progress import Reporter
 from skipview.platform.training.sts14 import evaluate_sts14
 from skipview.platform.training.window import Window, close_window
 
@@ -139,6 +141,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     window, last_loss = Window(progress.step), float("nan")
     first_step, first_batch = progress.step, time.perf_counter()
+    # the driver's progress bar or line (progress.py): rank 0 speaks for the run
+    reporter = Reporter(config["run_name"], total_steps(built, world_size)) if rank == 0 else None
     training.model.train()
     while not finished(progress, settings):                     # one epoch (or its rest, after a restart) a turn
         steps_before = progress.step
@@ -161,6 +165,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 last_loss = close_window(window, tracker, out, training.scheduler.get_last_lr()[0], world_size,
                                          overflow_is_skipped=training.scaler is not None)
                 window = Window(progress.step)
+                if reporter is not None:
+                    reporter.report(progress.step, last_loss)
             if checkpoint_due:
                 report(training, tracker, progress, {"loss": last_loss}, run_key=config["run_key"])
             if done:
@@ -350,6 +356,17 @@ def checkpoints_newest_first(latest):
     older = [r for r in reported if r.checkpoint.path != latest.path]
     for r in sorted(older, key=lambda r: r.metrics.get("step", -1), reverse=True):
         yield r.checkpoint
+
+
+def total_steps(built: Built, world_size: int) -> int | None:
+    """The steps the run will take: ``max_steps``, or as many epochs of the first epoch's batches (epochs of pairs
+    and triples differ by a few batches) when that comes first."""
+    settings = built.settings
+    if settings.epochs is None:
+        return settings.max_steps
+    per_epoch = num_batches(built.corpus, built.objective.example_kind, settings.batch_size, world_size=world_size,
+                            seed=settings.seed)
+    return min(per_epoch * settings.epochs, settings.max_steps or per_epoch * settings.epochs)
 
 
 def finished(progress: ckpt.Progress, settings: TrainSettings) -> bool:

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from skipview.models.arrays import load_npy
 from skipview.models.batching import iterate_batches, sample_sentence_ids
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.encoder import SentenceEncoder
@@ -43,7 +44,7 @@ def aligned_word_vectors(wordvecs: str | Path, vocab: Vocab) -> np.ndarray:
     for needed in (matrix_path, vocab_path):
         if not needed.is_file():
             raise FileNotFoundError(f"{needed}: missing (make word vectors with `skipview data wordvecs`)")
-    vectors = np.load(matrix_path, mmap_mode="r")
+    vectors = load_npy(matrix_path, mmap="r", remake="`skipview data wordvecs`")
     differing_lines = _words_matching(vocab_path, vocab)
     if differing_lines is not None or vectors.shape[0] != len(vocab):
         theirs = len(vocab) if differing_lines is None else differing_lines

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from skipview.platform import errors
 from skipview.platform.errors import one_line
 from skipview.platform.files import write_text_aside
 from skipview.platform.tracking import store
@@ -50,7 +51,7 @@ def tune(
     Run the same command with the same --name to resume an interrupted search. The best settings are written as
     a file that `skipview train --config` accepts.
     """
-    from skipview.platform.training import driver
+    from skipview.platform.training import driver, run_log
     from skipview.platform.training.config import load_settings
     from skipview.platform.tuning.search import SearchInterrupted, SearchSettings, run_search
     from skipview.platform.tuning.space import SearchSpaceError, load_space
@@ -69,14 +70,17 @@ def tune(
         storage=storage, num_samples=num_samples, max_concurrent=max_concurrent,
         workers_per_trial=workers_per_trial, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
         seed=seed, grace_period=grace_period, reduction_factor=reduction_factor, experiment=experiment)
-    driver.connect(address)
-    typer.echo(f"search {search.name}: {num_samples} trials of {search_space.objective} "
-               f"({', '.join(k for keys in search_space.searched().values() for k in keys)})")
-    try:
-        outcome = run_search(search_space, base, search, best_config)
-    except SearchInterrupted as stopped:
-        typer.echo(str(stopped), err=True)
-        raise typer.Exit(130) from None
+    log_path = driver.local_root(storage) / f"{search.name}.log"
+    with run_log.capture(log_path, debug=errors.debug) as log:
+        driver.connect(address, run_log=log)
+        typer.echo(f"search {search.name}: {num_samples} trials of {search_space.objective} "
+                   f"({', '.join(k for keys in search_space.searched().values() for k in keys)}); Ray's and the "
+                   f"workers' log: {log_path}")
+        try:
+            outcome = run_search(search_space, base, search, best_config)
+        except SearchInterrupted as stopped:
+            typer.echo(str(stopped), err=True)
+            raise typer.Exit(130) from None
     stopped = sum(t.stopped_early for t in outcome.trials)
     typer.echo(f"done: {len(outcome.trials)} trials ({stopped} stopped early by ASHA); best STS14 "
                f"{outcome.best_sts14:.2f} (trial {outcome.best_trial}); MLflow parent run {outcome.parent_run_id}")
@@ -128,7 +132,7 @@ def ablation(
     sentences seen, and checks the paper's directions. Finished runs are kept: rerunning continues the study.
     """
     from skipview.platform.evaluation.encoding import COMPARABLE_FITS
-    from skipview.platform.training import driver
+    from skipview.platform.training import driver, run_log
     from skipview.platform.training.config import load_settings
     from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, check_objective_settings, run_study
     from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
@@ -161,8 +165,11 @@ def ablation(
             driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)
         except (FileNotFoundError, ValueError) as error:
             raise typer.BadParameter(one_line(error)) from error
-        driver.connect(address)
-        records = run_study(study_matrix, base, study)
+        log_path = driver.local_root(storage) / f"{name}.log"
+        with run_log.capture(log_path, debug=errors.debug) as log:
+            driver.connect(address, run_log=log)
+            typer.echo(f"study {name}: Ray's and the workers' log: {log_path}")
+            records = run_study(study_matrix, base, study)
         typer.echo(f"study {name}: {sum(not r['skipped'] for r in records)} runs done now, "
                    f"{sum(r['skipped'] for r in records)} already recorded")
     paths = build_report(store.client(), experiment, study_matrix, report_dir, references=references)
@@ -194,7 +201,7 @@ def study_run(
 ) -> None:
     """Train and evaluate every (cell, seed) of the study not yet recorded, writing each finished run's record and
     the report as it lands; rerunning resumes (an interrupted model continues from its last checkpoint)."""
-    from skipview.platform.training import driver
+    from skipview.platform.training import driver, run_log
     from skipview.platform.tuning.ablation import run_study
     from skipview.platform.tuning.report import build_report, read_records
 
@@ -212,14 +219,17 @@ def study_run(
         driver.check_local_resources(settings.workers, settings.cpus_per_worker, settings.gpus_per_worker, address)
     except (FileNotFoundError, ValueError) as error:
         raise typer.BadParameter(one_line(error)) from error
-    driver.connect(address)
 
     def report() -> None:
         build_report(store.client(), study.name, study.matrix, study.report_dir, references=study.spec.references,
                      records=True)
 
     recorded = {(r.cell, r.seed) for r in read_records(study.report_dir)}
-    records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
+    log_path = driver.local_root(storage) / f"{study.name}.log"
+    with run_log.capture(log_path, debug=errors.debug) as log:
+        driver.connect(address, run_log=log)
+        typer.echo(f"study {study.name}: Ray's and the workers' log: {log_path}")
+        records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
     report()
     typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
                f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")

@@ -150,6 +150,7 @@ def test_two_node_training_survives_a_killed_worker_through_the_object_store(
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
+    output += (tmp_path / "runs" / "multinode.log").read_text()       # Ray's and the workers' log (./runs: s3 storage)
 
     import ray
 

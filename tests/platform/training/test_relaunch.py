@@ -73,7 +73,7 @@ def test_killed_driver_resumes_when_relaunched(tiny_data, tmp_path):
     assert runs[0].info.status == "FINISHED"
     steps = sorted(m.step for m in client.get_metric_history(record["mlflow_run_id"], "loss"))
     assert steps == list(range(1, STEPS + 1))          # each step once: the replayed ones are not logged again
-    resumed = re.search(r"rank 0 resumed at step (\d+)", second.stdout + second.stderr)
+    resumed = re.search(r"rank 0 resumed at step (\d+)", (tmp_path / "runs" / "relaunch.log").read_text())
     assert resumed, "the relaunch started again from step 1 instead of the checkpoint"
     # the snapshot read after the kill can lag a checkpoint Ray had already written: at least that one
     assert killed_after["latest_checkpoint_result"]["metrics"]["step"] <= int(resumed.group(1)) < STEPS
