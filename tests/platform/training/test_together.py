@@ -38,6 +38,8 @@ def test_runs_started_together_in_a_fresh_folder_all_finish_and_are_recorded(tin
     runs = client.search_runs([client.get_experiment_by_name("skipview").experiment_id])
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * RUNS
     names = {r.info.run_name for r in runs}
-    assert len(names) == RUNS and names == {p.name for p in (tmp_path / "runs").iterdir()}
+    # each run: its folder of checkpoints and, beside it, its log of Ray's and the workers' lines (run_log)
+    assert len(names) == RUNS and names == {p.name for p in (tmp_path / "runs").iterdir() if p.is_dir()}
     for name in names:
         assert list((tmp_path / "runs" / name).glob("checkpoint_*/state.pt")), name
+        assert (tmp_path / "runs" / f"{name}.log").is_file(), name
