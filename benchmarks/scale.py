@@ -175,7 +175,10 @@ def disk_usage(path: Path) -> dict:
 
 
 def _portable(text: str) -> str:
-    return text.replace(str(REPOSITORY) + "/", "").replace(sys.executable, "python")
+    """A recorded command or path as it reads from the checkout: the repository's paths relative, the shared folder
+    beside it as ``../shared``, this machine's interpreter as ``python``."""
+    return (text.replace(str(REPOSITORY) + "/", "").replace(str(REPOSITORY.parent / "shared"), "../shared")
+            .replace(sys.executable, "python"))
 
 
 def skipview(*arguments: str) -> list[str]:
@@ -429,7 +432,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(args.code)} if args.code else dict(os.environ)
     point = {**_point_record(args, args.label, args.copies), "label": args.label, "copies": args.copies,
              "corpus": args.corpus,
-             "code": str(args.code) if args.code else "this checkout", "load_average": os.getloadavg(),
+             "code": _portable(str(args.code)) if args.code else "this checkout", "load_average": os.getloadavg(),
              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     point.setdefault("stages", {})
     for stage in stages:

@@ -137,7 +137,7 @@ def main() -> None:
         "start_spread_s": round(spread, 3), "wall_s": round(wall_s, 1),
         "every_run_finished_and_every_checkpoint_accounted_for": accounted,
         "killed_runs_closed_then_resumed_from_their_checkpoint": resumed_ok,
-        "per_run": outcome, "folder": str(folder)}
+        "per_run": outcome}
     emit(document, args.out)
     if not (accounted and resumed_ok):
         sys.exit(1)
