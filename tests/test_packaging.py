@@ -36,7 +36,7 @@ def test_the_command_line_loads_without_torch_ray_or_mlflow():
 def test_the_modules_commands_load_first_leave_ray_mlflow_and_sklearn_to_the_functions_that_use_them():
     # `skipview study index` loads the study modules and never uses Ray, MLflow or scikit-learn; `skipview train`
     # loads the driver and checks its inputs before it starts Ray or asks MLflow (platform/cli.py)
-    modules = ["skipview.platform.tuning.study", "skipview.platform.tuning.cli", "skipview.platform.training.driver",
+    modules = ["skipview.platform.studies.study", "skipview.platform.tuning.cli", "skipview.platform.training.driver",
                "skipview.platform.tuning.search", "skipview.platform.tracking.store"]
     code = (f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
             "print(sorted(m for m in ('ray', 'mlflow', 'sklearn') if m in sys.modules))")

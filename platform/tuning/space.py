@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from skipview.models import registry
 from skipview.models.registry import ObjectiveName
 from skipview.platform.training.config import TrainSettings
-from skipview.platform.tuning.yaml_source import describe, load_with_lines, written
+from skipview.platform.yaml_source import describe, load_with_lines, written
 
 Scalar = Union[bool, int, float, str]
 

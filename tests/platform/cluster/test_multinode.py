@@ -79,7 +79,7 @@ def object_store(env_patch):
 @pytest.fixture(scope="module")
 def tracking_server(tmp_path_factory):
     """`mlflow server` on 127.0.0.1 with its own backend store and artifact destination."""
-    from skipview.platform.tuning.screenshot import mlflow_server
+    from skipview.platform.studies.screenshot import mlflow_server
 
     root = tmp_path_factory.mktemp("mlflow-server")
     # its imports alone take minutes on a loaded 2-core machine

@@ -23,7 +23,7 @@ import pytest
 from ray_head import PYTHON_BIN, Head, ray_head
 
 from skipview.platform.tracking import store
-from skipview.platform.tuning.screenshot import mlflow_server
+from skipview.platform.studies.screenshot import mlflow_server
 
 
 @dataclass

@@ -1,26 +1,35 @@
-"""A study is one typed file, ``studies/<name>.yaml``: the question, the base training settings, the rows of a matrix
-it trains and compares, seeds, tasks, protocol, component fit, budget and where its report goes. ``skipview study
-run <name>`` runs or resumes it and writes the report; ``skipview study index`` regenerates the index of what the
-studies have shown (``reports/INDEX.md``) from their summaries.
+"""A study is one typed file, ``studies/<name>.yaml``, that holds everything it is: the question, the base training
+settings, the rows it trains and compares (by name from ``studies/catalogue.yaml``, or its own under ``define``),
+the claims it checks, seeds, tasks, protocol, component fit, and the analyses that read its models afterwards.
+``skipview study run <name>`` runs or resumes it and writes the report; ``skipview study analyse <name>`` runs its
+analyses; ``skipview study index`` regenerates what is derived from all study files: ``reports/INDEX.md`` (what the
+studies have shown) and ``studies/index.yaml`` (the list DVC's two study stages iterate over).
 
 Keys of a study file (every one is checked; an unknown or bad key is an error naming the file and line):
 
 ``question``        one line: what the study asks (the index's first column).
 ``corpus``          the prepared corpus and word vectors: ``data/<corpus>/prepared``, ``data/<corpus>/wordvecs``.
-``config``          base training settings (a YAML file as for ``skipview train --config``), optional.
+``config``          base training settings (a YAML file as for ``skipview train --config``; a search's
+                    ``best_config.yaml``, which DVC then runs first), optional.
 ``settings``        typed overrides of the base, dotted keys (``objective_settings.hidden_size: 256``).
-``matrix``          the matrix file whose rows the study runs (default: the paper's Table 6,
-                    ``platform/tuning/ablation.yaml``); ``cells`` picks rows of it (with their claims).
+``cells``           the rows the study runs, in the catalogue or under ``define`` (trained, combined, reference).
+``define``          the study's own rows (``cells``, ``combined``, ``references``; schema: platform/studies/matrix.py).
+``claims``          names of the catalogue's claim sets to check (those whose two rows the study has).
+``columns``         the report's columns, by name in the catalogue (default: the unsupervised ones).
 ``cell_settings``   per cell, dotted overrides of that cell's training settings (a generative cell at the
                     generative search's batch size and rate while the discriminative cells keep theirs).
-``seeds``, ``references``, ``tasks``, ``protocol``, ``component_fit``, ``workers``, ``cpus_per_worker``,
-``gpus_per_worker``: as the ``skipview ablation`` options of the same names.
+``seeds``           seeds per trained cell (mean +- std in the report).
+``references``      false: skip the reference rows among ``cells``.
+``tasks``, ``protocol``, ``component_fit``: the evaluation of every row (``skipview evaluate --help``).
+``workers``, ``cpus_per_worker``, ``gpus_per_worker``: each model's Ray Train workers.
 ``warm_start``      the study (a file beside this one) whose runs of the same cells and seeds this one continues.
 ``headline``        the row and the baseline the index quotes (``cell/view`` each) and the column.
+``analyses``        named steps run on the study's models (platform/studies/analyses/: every kind and its keys).
 
 The study's name is the file's stem: the prefix of its Train runs under ``runs/``, its MLflow experiment (so
 rerunning it finds what is already trained), and its report folder ``reports/<name>/`` (the report, the chart, the
-summary, the training curves and one record per finished run; a README there is the study's own text).
+summary, the training curves, one record per finished run and each analysis's output; a README there is the
+study's own text).
 """
 
 from __future__ import annotations
@@ -32,14 +41,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skipview.models import registry
+from skipview.platform.studies.analyses import Analysis, Step, check_rows, commands
+from skipview.platform.studies.matrix import CATALOGUE, Matrix, Rows, load_catalogue, pick
+from skipview.platform.studies.runner import (REPORT_TASKS, StudySettings, cell_settings, check_objective_settings,
+                                              train_run)
 from skipview.platform.training.config import TrainSettings, load_settings
-from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, cell_settings, check_objective_settings
-from skipview.platform.tuning.matrix import DEFAULT_MATRIX, Matrix, load_matrix
-from skipview.platform.tuning.yaml_source import describe, load_model, load_with_lines, written
+from skipview.platform.yaml_source import describe, load_model, load_with_lines, written
 
 STUDIES_DIR = Path("studies")
 REPORTS = Path("reports")
 INDEX = REPORTS / "INDEX.md"
+DVC_INDEX = STUDIES_DIR / "index.yaml"
+ANALYSES_CODE = "models"              # an analysis's input when it reads no model from outside the study
+UNSUPERVISED_COLUMNS = ("sts_avg", "sts12", "sts13", "sts14", "sickr_unsup", "stsb_unsup")
 SIDE = r"^[^/]+/[^/]+$"
 
 
@@ -62,8 +76,10 @@ class StudyFile(_Strict):
     corpus: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     config: str | None = None
     settings: dict[str, Any] = {}
-    matrix: str = str(DEFAULT_MATRIX.relative_to(Path(__file__).parents[2]))
-    cells: list[str] | None = None
+    cells: list[str] = Field(min_length=1)
+    define: Rows = Rows()
+    claims: list[str] = []
+    columns: list[str] = list(UNSUPERVISED_COLUMNS)
     cell_settings: dict[str, dict[str, Any]] = {}
     seeds: int = Field(3, ge=1)
     references: bool = True
@@ -75,6 +91,7 @@ class StudyFile(_Strict):
     gpus_per_worker: float = Field(0, ge=0)
     warm_start: str | None = None
     headline: Headline | None = None
+    analyses: dict[str, Analysis] = {}
 
 
 class Study:
@@ -103,15 +120,30 @@ class Study:
     def command(self) -> str:
         return f"skipview study run {self.name}"
 
+    def analysis_steps(self, storage: str = "runs") -> list[Step]:
+        settings = self.settings(storage=storage)
+        combined = {row.name: [part.split("/")[0] for part in row.combine] for row in self.matrix.combined}
+        return commands(self.name, self.spec.corpus, self.spec.seeds, self.spec.analyses,
+                              lambda cell, seed: train_run(settings, cell, seed).output, combined)
+
+    def dvc_entry(self) -> dict[str, Any]:
+        """What DVC's study stage needs to know of this study (studies/index.yaml, generated)."""
+        return {"corpus": self.spec.corpus, "after": self.upstream.as_posix()}
+
     @property
     def upstream(self) -> Path:
         """The one file this study reads besides its own file, the data and the code, whose change must retrain it:
-        the report of the study it continues, else its base config (a search's best settings), else its matrix. DVC
-        cannot derive a stage's dependencies from the study file, so params.yaml names it (`studies.<name>.after`)
-        and a test holds the two equal; through it ``dvc repro`` runs the search or the shorter study first."""
+        the report of the study it continues, else its base config (a search's best settings), else the catalogue.
+        DVC cannot read a study file, so ``skipview study index`` writes it into studies/index.yaml
+        (``studies.<name>.after``); through it ``dvc repro`` runs the search or the shorter study first."""
         if self.spec.warm_start:
             return REPORTS / self.spec.warm_start / "ablation_summary.json"
-        return Path(self.spec.config or self.spec.matrix)
+        return Path(self.spec.config or CATALOGUE)
+
+
+def study_paths(root: Path = Path(".")) -> list[Path]:
+    """Every study file: ``studies/*.yaml`` but the catalogue and the generated DVC index."""
+    return sorted(p for p in (root / STUDIES_DIR).glob("*.yaml") if p.name not in (CATALOGUE.name, DVC_INDEX.name))
 
 
 def resolve(name_or_path: str | Path, root: Path = Path(".")) -> Path:
@@ -120,7 +152,7 @@ def resolve(name_or_path: str | Path, root: Path = Path(".")) -> Path:
     if path.suffix not in (".yaml", ".yml"):
         path = root / STUDIES_DIR / f"{path.name}.yaml"
     if not path.is_file():
-        known = sorted(p.stem for p in (root / STUDIES_DIR).glob("*.yaml"))
+        known = [p.stem for p in study_paths(root)]
         raise StudyError(f"{path}: no such study file (studies: {', '.join(known) or 'none'})")
     return path
 
@@ -139,11 +171,11 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
         raise fail(("warm_start",), f"no study file {spec.warm_start}.yaml beside this one: a study continues "
                                     f"another study's runs")
     try:
-        matrix = load_matrix(spec.matrix)
-        if spec.cells:
-            matrix = matrix.subset(spec.cells)
+        matrix = pick(load_catalogue(), spec.define, spec.cells, spec.claims, spec.columns)
     except ValueError as error:
-        raise fail(("cells",) if spec.cells else ("matrix",), str(error)) from None
+        key, _, why = str(error).partition(": ")
+        raise fail((key,) if key in StudyFile.model_fields else ("cells",), why if key in StudyFile.model_fields
+                   else str(error)) from None
     unknown = sorted(set(spec.cell_settings) - {c.name for c in matrix.cells})
     if unknown:
         raise fail(("cell_settings", unknown[0]), f"not a trained cell of this study "
@@ -167,6 +199,11 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
         except (ValidationError, ValueError) as error:
             at = ("cell_settings", cell.name) if cell.name in spec.cell_settings else ("settings",)
             raise fail(at, f"{cell.name}: {_first_error(error)}") from None
+    try:
+        check_rows(spec.analyses, {c.name: set(c.views) for c in matrix.cells},
+                       {c.name: c.combine for c in matrix.combined})
+    except ValueError as error:
+        raise fail(("analyses", str(error).split(":")[0].split(".", 1)[1]), str(error).split(": ", 1)[1]) from None
     return Study(path, spec, matrix, base)
 
 
@@ -225,3 +262,19 @@ def render_index(studies: list[Study]) -> str:
                      f"{row['baseline']} | {_number(row['reference'])} | {_number(row['usif'])} | {row['seeds']} | "
                      f"`{study.command()}` |")
     return "\n".join(lines) + "\n"
+
+
+def render_dvc_index(studies: list[Study]) -> str:
+    """studies/index.yaml: each study's corpus and upstream (``studies``), and each analysis of each study with the
+    model directories outside the study it reads (``analyses``), for reports/dvc.yaml's foreach stages."""
+    import yaml
+
+    entries = {"studies": {study.name: study.dvc_entry() for study in studies},
+               "analyses": {f"{step.study}.{step.name}": {"study": step.study, "name": step.name,
+                                                           "corpus": study.spec.corpus,
+                                                           # DVC expands no list into deps: one input each
+                                                           "input": step.inputs[0] if step.inputs else ANALYSES_CODE}
+                            for study in studies for step in study.analysis_steps()}}
+    return ("# Generated by `skipview study index` from studies/*.yaml: do not edit. reports/dvc.yaml's study and\n"
+            "# study_analysis stages iterate over it (DVC cannot read a study file).\n"
+            + yaml.safe_dump(entries, sort_keys=False))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skipview.platform.tuning.study import StudyError, load_study, render_index, resolve
+from skipview.platform.studies.study import StudyError, load_study, render_index, resolve
 
 REPO = Path(__file__).parents[3]
 GOOD = """\
@@ -42,7 +42,7 @@ def test_a_study_types_its_cells_settings(repo, tmp_path):
     study = load_study(path)
     assert [c.name for c in study.matrix.cells] == ["gen-invertible", "disc-fg", "disc-f"]
     assert [r.name for r in study.matrix.references] == ["fasttext-sif"]
-    from skipview.platform.tuning.ablation import cell_settings
+    from skipview.platform.studies.runner import cell_settings
 
     cells = {c.name: c for c in study.matrix.cells}
     gen = cell_settings(study.base, cells["gen-invertible"], 1)
@@ -128,7 +128,7 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
 
 def test_the_committed_index_is_what_the_studies_give(repo):
     """reports/INDEX.md cannot go stale: it must equal what `skipview study index` writes from the studies."""
-    from skipview.platform.tuning.study import INDEX, STUDIES_DIR
+    from skipview.platform.studies.study import INDEX, STUDIES_DIR
 
     studies = [load_study(path) for path in sorted(STUDIES_DIR.glob("*.yaml"))]
     assert INDEX.read_text() == render_index(studies), "run `skipview study index` and commit reports/INDEX.md"

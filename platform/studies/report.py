@@ -22,8 +22,8 @@ from typing import Any
 
 from skipview.platform.tracking.lineage import portable_path
 from skipview.platform.files import write_aside, write_text_aside
-from skipview.platform.tuning.curves import build_curves, curve_keys
-from skipview.platform.tuning.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
+from skipview.platform.studies.curves import build_curves, curve_keys
+from skipview.platform.studies.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
                                              TRAIN_PARAMS, Cell, Matrix)
 
 
@@ -363,7 +363,7 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
     """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``, and the training
     curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths. ``records``: also
     read the run records committed under ``out_dir/runs`` and write one for every run MLflow has (a study's
-    report; the plain ``skipview ablation`` report reads MLflow alone)."""
+    report; without, the report reads MLflow alone)."""
     out_dir = Path(out_dir)
     try:
         tracked = find_runs(client, experiment)

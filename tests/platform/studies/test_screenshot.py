@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from skipview.platform.tuning.screenshot import capture_experiment
+from skipview.platform.studies.screenshot import capture_experiment
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("chromium") is None,

@@ -1,25 +1,26 @@
-"""The ablation matrix as configuration: which models are trained, how their runs are tagged, how the report
-aggregates them (``ablation.yaml`` next to this module is the paper's Table 6).
+"""The rows of studies as data: a study's matrix is the rows it trains and compares, picked by name from the
+catalogue (``studies/catalogue.yaml``, every row defined once) or defined by the study itself, with the report's
+columns and the paper's claims it checks.
 
-Keys of a matrix file:
+Keys of a row (catalogue ``cells``, ``combined``, ``references``, or a study's ``define``):
 
-``cells``       the ablation proper. Each: ``name`` (unique, used in run names and tags), ``objective``
-                (``gen``/``disc``/``skipthought``), ``settings`` (overrides of the objective's settings),
-                ``train`` (dotted overrides of the cell's other training settings, e.g. ``batch_size``),
-                ``tags`` (MLflow tags, strings), ``views`` (encoder view name -> label printed in the report;
-                the names are the ``SentenceEncoder``'s: f, g, f1, f2, g1, g2, and ``ensemble``).
-``references``  optional reference rows, same keys; a ``baseline`` (``avg``, ``wr``, ``sif`` or ``usif``) instead of an objective is
-                computed from the word vectors with no training.
-``combined``    rows that ensemble views of two separately trained cells of the same seed (``combine``:
-                ``[cell/view, cell/view]``), as Table 6 does for the single-view f and g models and for f1 with
-                g1; its training cost is the sum of its parts'.
-``columns``     report columns: ``name``, ``title``, ``metrics`` (evaluation metric keys averaged per run over
-                those the run has).
-``claims``      directions of the paper to check: ``better``/``worse`` (``cell/view``), ``column``, ``paper``.
+``name``        unique, used in run names, record files and tags.
+``objective``   a trained model (``gen``/``disc``/``skipthought``); ``settings`` override the objective's settings,
+                ``train`` the cell's other training settings (dotted keys, e.g. ``batch_size``).
+``baseline``    instead: ``avg``, ``wr``, ``sif`` or ``usif``, computed from the word vectors with no training.
+``combine``     instead: ``[cell/view, cell/view]`` of two trained cells of the same seed, ensembled (Table 6 does it
+                for the single-view f and g models and for f1 with g1); its training cost is the sum of its parts'.
+``tags``        MLflow tags (strings) the UI's compare view groups by; ``views``: encoder view name -> report label
+                (the ``SentenceEncoder``'s names: f, g, f1, f2, g1, g2, and ``ensemble``).
 
-Every run of the study carries the tags ``skipview.study=ablation``, ``cell``, ``seed`` and the cell's own tags,
+The catalogue also holds the report ``columns`` (``name``, ``title``, ``metrics``: evaluation metric keys averaged
+per run over those the run has) and named ``claims`` sets (``better``/``worse`` as ``cell/view``, ``column``,
+``paper``): directions to check.
+
+Every run of a study carries the tags ``skipview.study=ablation``, ``cell``, ``seed`` and the row's own tags,
 logs its evaluation as ``<view>/<metric>`` plus ``train/hours`` and ``train/sentences_seen`` (``metric_key``
-below), and is tagged ``skipview.ablation.evaluated`` when complete: the report builder reads nothing else.
+below), and is tagged ``skipview.ablation.evaluated`` when complete: the report builder reads nothing else. (The
+tag values keep the name the runner once had, so the MLflow runs and records made before stay readable.)
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skipview.models.registry import ObjectiveName
-from skipview.platform.tuning.yaml_source import load_model
+from skipview.platform.yaml_source import load_model
 
-DEFAULT_MATRIX = Path(__file__).with_name("ablation.yaml")
+CATALOGUE = Path("studies") / "catalogue.yaml"
 STUDY_TAG = "skipview.study"
 STUDY = "ablation"
 CELL_TAG = "cell"
@@ -146,11 +147,11 @@ class Matrix(_Strict):
         known = {row.name for row in self.cells + self.combined + self.references}
         unknown = [name for name in names if name not in known]
         if unknown:
-            raise ValueError(f"--cells: no row named {', '.join(unknown)} in the matrix (rows: {', '.join(sorted(known))})")
+            raise ValueError(f"cells: no row named {', '.join(unknown)} in the matrix (rows: {', '.join(sorted(known))})")
         kept = set(names)
         cells = [row for row in self.cells if row.name in kept]
         if not cells:
-            raise ValueError("--cells: name at least one trained cell")
+            raise ValueError("cells: name at least one trained cell")
         claims = [c for c in self.claims if {c.better.split("/")[0], c.worse.split("/")[0]} <= kept]
         return Matrix(cells=cells, combined=[r for r in self.combined if r.name in kept],
                       references=[r for r in self.references if r.name in kept], columns=self.columns, claims=claims)
@@ -188,8 +189,60 @@ class PlannedRun:
         return ENSEMBLE if ENSEMBLE in self.cell.views else next(iter(self.cell.views))
 
 
-def load_matrix(path: str | Path = DEFAULT_MATRIX) -> Matrix:
-    return load_model(path, Matrix, MatrixError)
+class Rows(_Strict):
+    """Rows in their three kinds: the catalogue's, or a study's own (its ``define``)."""
+    cells: list[Cell] = []
+    combined: list[Cell] = []
+    references: list[Cell] = []
+
+    def all(self) -> list[Cell]:
+        return self.cells + self.combined + self.references
+
+
+class Catalogue(Rows):
+    columns: list[Column] = Field(min_length=1)
+    claims: dict[str, list[Claim]] = {}
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        self.whole()                   # names unique, combined parts and claim sides real rows, claim columns known
+        return self
+
+    def whole(self, own: Rows = Rows()) -> Matrix:
+        """Every row (the catalogue's, then ``own``), every column and every claim."""
+        return Matrix(cells=self.cells + own.cells, combined=self.combined + own.combined,
+                      references=self.references + own.references, columns=self.columns,
+                      claims=[claim for claims in self.claims.values() for claim in claims])
+
+
+def load_catalogue(path: str | Path = CATALOGUE) -> Catalogue:
+    return load_model(path, Catalogue, MatrixError)
+
+
+def pick(catalogue: Catalogue, own: Rows, names: list[str], claim_sets: list[str], columns: list[str]) -> Matrix:
+    """A study's matrix: the rows ``names`` (the catalogue's or the study's own, in the catalogue's order, the
+    study's own after), the claims of ``claim_sets`` whose two rows it has, and the report ``columns``. A ValueError
+    names the first problem ("cells: ...", "claims: ...", "columns: ...", "define: ...")."""
+    clash = sorted({row.name for row in own.all()} & {row.name for row in catalogue.all()})
+    if clash:
+        raise ValueError(f"define: {', '.join(clash)} is a row of the catalogue ({CATALOGUE}): use it by name under "
+                         "cells, or give your own row another name")
+    unknown = [name for name in claim_sets if name not in catalogue.claims]
+    if unknown:
+        raise ValueError(f"claims: no claim set {', '.join(unknown)} in {CATALOGUE} (sets: "
+                         f"{', '.join(catalogue.claims)})")
+    known = {column.name: column for column in catalogue.columns}
+    unknown = [name for name in columns if name not in known]
+    if unknown:
+        raise ValueError(f"columns: no column {', '.join(unknown)} in {CATALOGUE} (columns: {', '.join(known)})")
+    whole = catalogue.whole(own).model_copy(update={"claims": [claim for name in claim_sets
+                                                               for claim in catalogue.claims[name]]})
+    study = whole.subset(names)
+    reported = [claim for claim in study.claims if claim.column not in columns]
+    if reported:
+        raise ValueError(f"columns: claim {reported[0].better} > {reported[0].worse} is on column "
+                         f"{reported[0].column}, which the study does not report")
+    return study.model_copy(update={"columns": [known[name] for name in columns]})
 
 
 def plan(matrix: Matrix, seeds: int, references: bool = False, first_seed: int = 0) -> list[PlannedRun]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from skipview.platform.files import write_aside, write_text_aside
 
 if TYPE_CHECKING:                      # report.py draws these curves, so it imports this module
-    from skipview.platform.tuning.report import RunRecord
+    from skipview.platform.studies.report import RunRecord
 
 # panel title -> the metric keys drawn in it; ``sts14/*`` is every per-view STS14 a run has
 PANELS: dict[str, tuple[str, ...]] = {

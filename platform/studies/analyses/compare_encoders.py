@@ -7,7 +7,7 @@ STS12, STS13, STS14 and SICK-R (unsupervised), the multi-view paper's unsupervis
 Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other tasks are one call
 each under 'subset' and 'task'), so supervised tasks run once per encoder for 'task' and 'corpus'.
 
-    python scripts/compare_encoders.py --wordvecs data/gutenberg_novels/wordvecs \
+    python -m skipview.platform.studies.analyses.compare_encoders --wordvecs data/gutenberg_novels/wordvecs \
         --pc-corpus data/gutenberg_novels/prepared --senteval-dir data/senteval/downstream --out reports/baselines
 """
 
@@ -33,7 +33,7 @@ def headline(metrics: dict[str, float], task: str) -> float | None:
     return metrics.get(key)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wordvecs", type=Path, required=True)
     parser.add_argument("--pc-corpus", type=Path, required=True, help="prepared corpus for the 'corpus' fit")
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows OUT.json already holds (same encoder, fit and protocol) instead of "
                              "evaluating them again: OUT is rewritten after every row, so a stopped run continues")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     supervised = [t for t in args.supervised.split(",") if t]
     specs = []          # (row name, component fit, build kwargs)

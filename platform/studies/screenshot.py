@@ -1,7 +1,7 @@
 """A PNG of the MLflow UI's runs view of one experiment, for reports: ``mlflow server`` on 127.0.0.1 and
 headless Chromium (Debian's ``chromium`` package: ``apt-get install -y chromium``).
 
-    python -m skipview.platform.tuning.screenshot --experiment ablation --out reports/mlflow_ablation.png
+    python -m skipview.platform.studies.screenshot --experiment ablation --out reports/mlflow_ablation.png
 
 ``--view runs`` (default) is ``#/experiments/<id>/runs`` (the bare experiment URL opens the traces page in
 MLflow 3); ``--view compare`` is the run-comparison page of every finished run of the experiment (parallel

@@ -13,9 +13,9 @@ from skipview.platform.training.config import TrainSettings
 import numpy as np
 
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
-from skipview.platform.tuning.ablation import StudySettings, run_study
-from skipview.platform.tuning.matrix import Cell, Matrix, load_matrix
-from skipview.platform.tuning.report import build_report
+from skipview.platform.studies.runner import StudySettings, run_study
+from skipview.platform.studies.matrix import Cell, Matrix, load_matrix
+from skipview.platform.studies.report import build_report
 
 
 
@@ -151,7 +151,7 @@ def test_warm_start_continues_a_shorter_study_into_exactly_the_longer_run(ray_se
 
 
 def test_warm_start_refuses_a_run_that_is_not_the_longer_one(tmp_path):
-    from skipview.platform.tuning.ablation import _check_longer
+    from skipview.platform.studies.runner import _check_longer
 
     base = TrainSettings(objective="disc", corpus="c", max_steps=8)
     source = {k: store.param_value(v) for k, v in store.flatten({"train": base.model_dump(mode="json")}).items()}

@@ -1,5 +1,5 @@
-"""``skipview ablation``: train every cell of the matrix for each seed through the training driver, evaluate every
-view of every model, record it all in one MLflow experiment, and build the report.
+"""The study runner (``skipview study run``): train every cell of a study's matrix for each seed through the training
+driver, evaluate every view of every model, and record it all in the study's MLflow experiment.
 
 A study is resumable: a (cell, seed) whose MLflow run is finished and evaluated is skipped, an unfinished one is
 refitted under the same Train run name and so resumes from its last checkpoint. Each run carries the tags the
@@ -31,7 +31,7 @@ from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import lineage_tags
 from skipview.platform.training import driver
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, absolute_paths, set_dotted
-from skipview.platform.tuning.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
+from skipview.platform.studies.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
                                              Matrix, PlannedRun, metric_key, plan)
 
 log = logging.getLogger(__name__)

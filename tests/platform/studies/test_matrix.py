@@ -1,5 +1,5 @@
-"""The ablation matrix files: the shipped one is Table 6, the eq. 3 study pairs both readings; bad files fail naming
-file, line and key."""
+"""The catalogue of rows (studies/catalogue.yaml) and the matrix a study picks from it: Table 6 is there, the eq. 3
+rows pair both readings; a bad catalogue or pick fails naming the file, line and key."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import textwrap
 import pytest
 
 from skipview.models import registry
-from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix, metric_key, plan
+from study_matrices import CATALOGUE, table6
+
+from skipview.platform.studies.matrix import Catalogue, MatrixError, Rows, load_catalogue, metric_key, pick, plan
 
 
-def test_shipped_matrix_is_table_6():
-    matrix = load_matrix()
+def test_the_catalogue_holds_table_6():
+    matrix = table6()
     cells = {c.name: c for c in matrix.cells}
     assert {c.settings.get("invertible") for c in cells.values() if c.objective == "gen"} == {True, False}
     assert sorted(c.settings["views"] for c in cells.values() if c.objective == "disc") == ["f", "ff", "fg", "g", "gg"]
@@ -25,8 +27,9 @@ def test_shipped_matrix_is_table_6():
     assert combined == {"disc-f+disc-g": ["disc-f/f", "disc-g/g"], "disc-ff+disc-gg": ["disc-ff/f1", "disc-gg/g1"]}
 
 
-def test_eq3_matrix_pairs_each_reading_of_the_positives_with_the_other():
-    matrix = load_matrix(DEFAULT_MATRIX.with_name("eq3_self_pairs.yaml"))      # shipped beside Table 6's
+def test_eq3_rows_pair_each_reading_of_the_positives_with_the_other():
+    rows = ["disc-fg", "disc-f", "disc-g", "disc-fg-noself", "disc-f-noself", "disc-g-noself"]
+    matrix = pick(load_catalogue(CATALOGUE), Rows(), rows, ["eq3_self_pairs"], ["sts_avg"])
     cells = {c.name: c for c in matrix.cells}
     for name, cell in cells.items():
         config = registry.parse_config(cell.objective, cell.settings)        # every key is a real disc setting
@@ -35,11 +38,11 @@ def test_eq3_matrix_pairs_each_reading_of_the_positives_with_the_other():
             assert twin.model_dump() == {**config.model_dump(), "self_pairs": False}
     assert sorted(c.settings["views"] for c in cells.values()) == ["f", "f", "fg", "fg", "g", "g"]
     # each Table 6 direction is checked under both readings
-    assert len(matrix.claims) == 8 and {c.better.split("/")[0] for c in matrix.claims} == {"disc-fg", "disc-fg-noself"}
+    assert len(matrix.claims) == 6 and {c.better.split("/")[0] for c in matrix.claims} == {"disc-fg", "disc-fg-noself"}
 
 
 def test_plan_runs_every_cell_per_seed_and_baselines_once():
-    matrix = load_matrix()
+    matrix = table6()
     runs = plan(matrix, seeds=3)
     assert len(runs) == (7 + 2) * 3                         # 7 trained cells and 2 cross-model ensembles per seed
     assert [r.seed for r in runs[:9]] == [0] * 9            # seed-major: an interrupted study covers every cell
@@ -59,7 +62,7 @@ def test_plan_runs_every_cell_per_seed_and_baselines_once():
 
 
 def test_a_subset_keeps_the_named_rows_and_the_claims_between_them():
-    matrix = load_matrix()
+    matrix = table6()
     claims_cells = ["gen-invertible", "gen-no-invertible", "disc-fg", "disc-f", "disc-g", "disc-f+disc-g",
                     "fasttext-sif"]
     subset = matrix.subset(claims_cells)
@@ -110,7 +113,7 @@ def test_metric_key_names_view_and_metric():
           - {name: a, objective: gen, views: {f: z_f}}
         columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
         claims:
-          - {better: a/g, worse: a/f, column: sts}
+          some: [{better: a/g, worse: a/f, column: sts}]
      """, ":2: (top level)", "no cell 'a' with view 'g'"),
     ("""
         cells:
@@ -118,20 +121,46 @@ def test_metric_key_names_view_and_metric():
         columns: [{name: sts, title: STS, metrics: [sts14.pearson.mean]}]
      """, ":3: cells.0.objective", "unknown objective 'disk'; known objectives: disc, gen, skipthought"),
 ])
-def test_bad_matrix_files_name_file_line_and_key(tmp_path, body, where, reason):
-    path = tmp_path / "matrix.yaml"
+def test_bad_catalogues_name_file_line_and_key(tmp_path, body, where, reason):
+    path = tmp_path / "catalogue.yaml"
     path.write_text(textwrap.dedent(body))
     with pytest.raises(MatrixError) as caught:
-        load_matrix(path)
+        load_catalogue(path)
     assert f"{path}{where}: " in str(caught.value), str(caught.value)
     assert reason in str(caught.value)
 
 
 def test_a_combined_row_still_to_make_retrains_parts_that_only_a_record_stands_for():
-    from skipview.platform.tuning.ablation import standing_records
+    from skipview.platform.studies.runner import standing_records
 
-    planned = plan(load_matrix(DEFAULT_MATRIX).subset(["disc-ff", "disc-gg", "disc-ff+disc-gg"]), seeds=2)
+    planned = plan(table6().subset(["disc-ff", "disc-gg", "disc-ff+disc-gg"]), seeds=2)
     # seed 0: ff and gg trained elsewhere, the ensemble not yet made -> both parts train again here;
     # seed 1: the ensemble's own record stands, so its parts' records stand too
     recorded = {("disc-ff", 0), ("disc-gg", 0), ("disc-gg", 1), ("disc-ff+disc-gg", 1)}
     assert standing_records(planned, recorded) == {("disc-gg", 1), ("disc-ff+disc-gg", 1)}
+
+
+@pytest.mark.parametrize("own, names, claims, columns, message", [
+    ({"cells": [{"name": "disc-fg", "objective": "disc", "views": {"f": "z_f"}}]}, ["disc-fg"], [], ["sts_avg"],
+     "define: disc-fg is a row of the catalogue"),
+    ({}, ["disc-fg"], ["tabel6"], ["sts_avg"], "claims: no claim set tabel6"),
+    ({}, ["disc-fg"], [], ["sts_average"], "columns: no column sts_average"),
+    ({}, ["disc-fg", "disc-f"], ["table6"], ["sts12"], "columns: claim disc-fg/ensemble > disc-fg/f is on column "
+                                                        "sts_avg, which the study does not report"),
+    ({}, ["disc-fgh"], [], ["sts_avg"], "cells: no row named disc-fgh"),
+])
+def test_a_bad_pick_names_the_study_key_at_fault(own, names, claims, columns, message):
+    with pytest.raises(ValueError, match=message.replace(">", ".")):
+        pick(load_catalogue(CATALOGUE), Rows.model_validate(own), names, claims, columns)
+
+
+def test_a_studys_own_row_joins_the_catalogues_after_them():
+    own = Rows.model_validate({"references": [{"name": "my-sif", "baseline": "sif", "views": {"ensemble": "SIF"}}],
+                               "cells": [{"name": "disc-fg-c3", "objective": "disc",
+                                          "settings": {"views": "fg", "context_window": 3},
+                                          "views": {"f": "z_f", "g": "z_g", "ensemble": "en"}}]})
+    matrix = pick(load_catalogue(CATALOGUE), own, ["my-sif", "disc-fg-c3", "disc-fg"], ["table6"], ["sts_avg"])
+    assert [c.name for c in matrix.rows(references=True)] == ["disc-fg", "disc-fg-c3", "my-sif"]
+    assert [c.name for c in matrix.columns] == ["sts_avg"] and len(matrix.claims) == 3
+    assert isinstance(load_catalogue(CATALOGUE), Catalogue)
+

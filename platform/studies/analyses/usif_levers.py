@@ -16,13 +16,9 @@ on the same word vectors:
 
 The pooling rows are NOT the paper's model (its views pool with the plain mean): each is its own row. Models named
 ``PREFIX-seedN`` are also summarised over their seeds (mean +- std, and the worst seed's gap to uSIF).
-Writes OUT.json (every task's score) and OUT.md (the tables, with the gap to uSIF). The command that made the
-committed report is the ``usif_levers`` stage of ``reports/dvc.yaml``:
-
-    python scripts/usif_levers.py --wordvecs data/novels_news/wordvecs --senteval-dir data/senteval/downstream \
-        --model fg-seed0=runs/table6_trained/models/disc-fg-seed0 \
-        --model f+g-seed0=runs/table6_trained/models/disc-f-seed0+runs/table6_trained/models/disc-g-seed0 \
-        --out reports/table6_trained/usif_levers
+Writes OUT.json (every task's score) and OUT.md (the tables, with the gap to uSIF). A study declares it as an
+analysis (``kind: usif_levers``, studies/table6_trained.yaml); `skipview study analyse STUDY --dry-run` prints the
+command it runs.
 """
 
 from __future__ import annotations
@@ -159,7 +155,7 @@ def over_seeds(results: dict[str, dict[str, dict[str, float]]], usif: float) -> 
             for prefix, rows in groups.items()}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wordvecs", type=Path, required=True, help="the vectors the models were trained on")
     parser.add_argument("--senteval-dir", type=Path, required=True)
@@ -168,7 +164,7 @@ def main() -> None:
                              "(repeatable; NAME=PREFIX-seedN models are also summarised over seeds)")
     parser.add_argument("--components", type=int, default=5, help="m of the piecewise rows (uSIF: 5)")
     parser.add_argument("--out", type=Path, required=True, help="output path without extension")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)            # beside trainings on a shared machine
 
     words = WordVectors.load(args.wordvecs)

@@ -16,7 +16,7 @@ If the trained f sits near the own-average row, f has learnt about as much as th
 the objective's remaining reward (up to the oracle) is not reachable from s; if it sits near the constant row, f has
 learnt frequency. It also reports the mean cosine of x_f with a(s).
 
-    python reports/table6_trained/gen_f_probe.py --corpus data/novels_news/prepared \
+    python -m skipview.platform.studies.analyses.gen_f_probe --corpus data/novels_news/prepared \
         --wordvecs data/novels_news/wordvecs --checkpoint runs/table6_trained-gen-invertible-seed0/checkpoint_... \
         --out reports/table6_trained/gen_f_probe.json
 """
@@ -39,7 +39,7 @@ from skipview.platform.training.objectives import load_word_vectors
 SCALES = [0.5, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--wordvecs", type=Path, required=True)
@@ -51,7 +51,7 @@ def main() -> None:
                              "blocks of 16,384 consecutive sentences and sorted by length, so one batch's loss says "
                              "more about its region and lengths than about the model; a spread of them does not")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
     corpus = PreparedCorpus(args.corpus)

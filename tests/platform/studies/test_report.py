@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skipview.platform.tuning.matrix import HOURS, SENTENCES_SEEN, load_matrix, metric_key
-from skipview.platform.tuning.report import build_report
+from skipview.platform.studies.matrix import HOURS, SENTENCES_SEEN, load_matrix, metric_key
+from skipview.platform.studies.report import build_report
 
 EXPERIMENT = "ablation-test"
 # A store whose evaluation had no STS15/16 and no MPQA (as with ../shared/data): those are left out of averages.
@@ -134,7 +134,7 @@ def test_report_refuses_an_experiment_without_study_runs(store, tmp_path):
 
 
 def test_settings_table_lists_the_shared_train_settings_with_repository_paths():
-    from skipview.platform.tuning.report import RunRecord, _common_params
+    from skipview.platform.studies.report import RunRecord, _common_params
 
     corpus = str(Path.cwd() / "data/novels/prepared")
     identity = {"matrix.seed": "0", "matrix.invertible": "-"}          # shared by every run of a 1-seed disc study

@@ -1,0 +1,131 @@
+"""``skipview study``: run, report, analyse and index the studies (one typed file each under studies/)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import typer
+
+from skipview.platform import errors
+from skipview.platform.errors import one_line
+from skipview.platform.files import write_text_aside
+
+app = typer.Typer(help="Studies: one typed file each under studies/ (platform/studies/study.py says every key). "
+                       "`run` trains and evaluates what is missing and writes the report; `analyse` runs the study's "
+                       "analyses on its models; `report` rebuilds the report; `index` regenerates reports/INDEX.md "
+                       "and studies/index.yaml.", no_args_is_help=True)
+
+
+def _load(study_name: str):
+    from skipview.platform.studies.study import StudyError, load_study, resolve
+
+    try:
+        return load_study(resolve(study_name))
+    except (StudyError, ValueError) as error:
+        raise typer.BadParameter(one_line(error)) from error
+
+
+def _report(study) -> dict:
+    from skipview.platform.studies.report import build_report
+    from skipview.platform.tracking import store
+
+    try:
+        return build_report(store.client(), study.name, study.matrix, study.report_dir,
+                            references=study.spec.references, records=True)
+    except LookupError as error:
+        raise typer.BadParameter(f"{study.name}: nothing to report: no run records in {study.report_dir / 'runs'} "
+                                 f"and no finished run in this machine's MLflow store ({one_line(error)})") from None
+@app.command("run")
+def study_run(
+    study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name (studies/<name>.yaml) or file"),
+    seeds: Optional[int] = typer.Option(None, min=1, help="seeds to run now (default: the study's)"),
+    first_seed: int = typer.Option(0, min=0, help="first seed to run (a study split over machines or sessions)"),
+    cells: Optional[str] = typer.Option(None, help="comma-separated rows of the study to run now (default: all)"),
+    address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="Ray cluster; none starts a local Ray"),
+    storage: str = typer.Option("runs", help="checkpoint storage: a local path or a URI every node reaches"),
+) -> None:
+    """Train and evaluate every (cell, seed) of the study not yet recorded, writing each finished run's record and
+    the report as it lands; rerunning resumes (an interrupted model continues from its last checkpoint)."""
+    from skipview.platform.studies.report import read_records
+    from skipview.platform.studies.runner import run_study
+    from skipview.platform.training import driver, run_log
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    study = _load(study_name)
+    matrix = study.matrix
+    if cells:
+        try:
+            matrix = matrix.subset([c.strip() for c in cells.split(",") if c.strip()])
+        except ValueError as error:
+            raise typer.BadParameter(one_line(error)) from error
+    settings = study.settings(seeds=seeds, first_seed=first_seed, storage=storage)
+    try:
+        driver.check_data(study.base)          # the cells' own settings were checked when the study was read
+        driver.check_local_resources(settings.workers, settings.cpus_per_worker, settings.gpus_per_worker, address)
+    except (FileNotFoundError, ValueError) as error:
+        raise typer.BadParameter(one_line(error)) from error
+
+    def report() -> None:
+        _report(study)
+
+    recorded = {(r.cell, r.seed) for r in read_records(study.report_dir)}
+    log_path = driver.local_root(storage) / f"{study.name}.log"
+    with run_log.capture(log_path, debug=errors.debug) as log:
+        driver.connect(address, run_log=log)
+        typer.echo(f"study {study.name}: Ray's and the workers' log: {log_path}")
+        records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
+    report()
+    typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
+               f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")
+
+
+@app.command("report")
+def study_report(study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name or file")) -> None:
+    """Rebuild the study's report from its committed run records and the MLflow runs of this machine."""
+    paths = _report(_load(study_name))
+    typer.echo("report: " + ", ".join(str(p) for p in paths.values()))
+
+
+@app.command("analyse")
+def study_analyse(
+    study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name or file"),
+    names: Optional[str] = typer.Option(None, "--only", help="comma-separated analyses to run (default: all)"),
+    dry_run: bool = typer.Option(False, help="print each analysis's command instead of running it"),
+    storage: str = typer.Option("runs", help="where the study's runs left their models"),
+) -> None:
+    """Run the study's analyses (its file's `analyses`) on its trained models: each writes
+    reports/STUDY/NAME.md and .json."""
+    study = _load(study_name)
+    steps = study.analysis_steps(storage)
+    wanted = [n.strip() for n in names.split(",")] if names else [step.name for step in steps]
+    unknown = sorted(set(wanted) - {step.name for step in steps})
+    if unknown:
+        raise typer.BadParameter(f"--only: {study.path} has no analysis {', '.join(unknown)} (analyses: "
+                                 f"{', '.join(step.name for step in steps) or 'none'})")
+    for step in (s for s in steps if s.name in wanted):
+        typer.echo(step.command())
+        if not dry_run:
+            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+            step.run()
+
+
+@app.command("index")
+def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.md or studies/index.yaml is not "
+                                                       "what the study files give")) -> None:
+    """Regenerate, from the study files and their committed summaries, reports/INDEX.md (one row per study) and
+    studies/index.yaml (the studies and analyses DVC's stages iterate over)."""
+    from skipview.platform.studies.study import DVC_INDEX, INDEX, render_dvc_index, render_index, study_paths
+
+    studies = [_load(str(path)) for path in study_paths()]
+    stale = []
+    for path, text in ((INDEX, render_index(studies)), (DVC_INDEX, render_dvc_index(studies))):
+        if check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(str(path))
+            continue
+        write_text_aside(path, text)
+        typer.echo(f"wrote {path}")
+    if stale:
+        typer.echo(f"{', '.join(stale)} stale: run `skipview study index`", err=True)
+        raise typer.Exit(1)
