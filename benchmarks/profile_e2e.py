@@ -1,17 +1,20 @@
 """The trained profile end to end, as a whole process at a given commit, and the before/after table of such runs
-(issue 28: the three-epoch novels-with-news disc (f, g) model, as the novels_news study's stage runs it).
+(issue 28: the three-epoch novels-with-news disc (f, g) model, the disc-fg cell of studies/table6_trained.yaml).
 
     # one run: the code of COMMIT (a worktree and its package installed aside), the data of this checkout
-    python benchmarks/profile_e2e.py run --commit 964e737 --label before --out-dir /tmp/prof
-    python benchmarks/profile_e2e.py run --commit c0e6331 --label after_2x1_n512 --out-dir /tmp/prof \\
-        --layout "--workers 2 --cpus-per-worker 1" [--seed 1]
+    python benchmarks/profile_e2e.py run --commit HEAD --label before --out-dir /tmp/prof
+    python benchmarks/profile_e2e.py run --commit HEAD --label after_2x1 --out-dir /tmp/prof \\
+        --workers 2 --cpus-per-worker 1 [--seed 1]
     # the table: every run under --out-dir, its phases (run_phases.py) and scores, against the runs labelled before*
     python benchmarks/profile_e2e.py collect --out-dir /tmp/prof --json reports/benchmarks/profile_e2e.json
 
-Runs are whole processes one after another on an idle machine: each times the ``skipview ablation`` command around
-the process and keeps its MLflow store, log and report in ``OUT_DIR/LABEL/`` (``time.json`` says what ran). A run's
+Runs are whole processes one after another on an idle machine: each times ``skipview study run`` of the profile
+around the process and keeps its MLflow store, log and report in ``OUT_DIR/LABEL/`` (``time.json`` says what ran).
+The profile is the study file's, not restated here: the run's study is the commit's own
+``studies/table6_trained.yaml`` with its disc-fg cell alone, no reference rows, and the worker layout given. A run's
 code is its commit's, installed with ``pip install --target`` and put first on ``PYTHONPATH``, so an old commit is
-measured with the same interpreter and dependencies as a new one.
+measured with the same interpreter and dependencies as a new one (commits from the one-home study files on: older
+ones had another study schema; their runs are in reports/benchmarks/profile_e2e.json with their commands).
 """
 
 from __future__ import annotations
@@ -20,22 +23,18 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import yaml
 from run_phases import phases
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-PROFILE = ("--config reports/tune_sif_claim/best_config.yaml --corpus {data}/novels_news/prepared "
-           "--wordvecs {data}/novels_news/wordvecs --senteval-dir {data}/senteval/downstream "
-           "--matrix platform/tuning/sif_claim.yaml --cells disc-fg --first-seed {seed} --seeds 1 "
-           "--tasks sts12,sts13,sts14,stsb_unsup,sickr_unsup --protocol fast --component-fit subset {layout} "
-           "--set max_steps=null --set epochs=3 --set checkpoint_every=500 --set postprocessing_sentences=5000 "
-           "--set precision=bf16 --storage {out}/runs --name prof-{name} --experiment prof-{name} "
-           "--report-dir {out}/report")
+PROFILE_STUDY = "table6_trained"
 
 
 def run(args: argparse.Namespace) -> None:
@@ -59,21 +58,29 @@ def run(args: argparse.Namespace) -> None:
 def timed_run(args: argparse.Namespace, out: Path, tree: Path, package: Path, commit: str) -> dict:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps",
                     "--no-build-isolation", "--target", str(package), str(tree)], check=True)
-    name = args.label.replace("_", "-")
-    arguments = PROFILE.format(data=(REPOSITORY / "data").resolve(), seed=args.seed, layout=args.layout, out=out,
-                               name=name)
-    command = [str(Path(sys.executable).with_name("skipview")), "ablation", *shlex.split(arguments)]
-    # the record names the checkout's data and the run's folder as a reader would give them, not this machine's paths
-    portable = PROFILE.format(data="data", seed=args.seed, layout=args.layout, out="OUT_DIR/LABEL", name=name)
+    name = f"prof-{args.label.replace('_', '-')}"
+    study = yaml.safe_load((tree / "studies" / f"{PROFILE_STUDY}.yaml").read_text())
+    study.update(cells=["disc-fg"], references=False, workers=args.workers, cpus_per_worker=args.cpus_per_worker)
+    study.pop("analyses", None)
+    (tree / "studies" / f"{name}.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+    (tree / "data").symlink_to((REPOSITORY / "data").resolve())
+    arguments = ["study", "run", name, "--first-seed", str(args.seed), "--seeds", "1", "--storage", f"{out}/runs"]
+    command = [str(Path(sys.executable).with_name("skipview")), *arguments]
+    # the record names the run's folder as a reader would give it, not this machine's path
+    portable = shlex.join(["skipview", *arguments[:-1], "OUT_DIR/LABEL/runs"]) + \
+        f"  # studies/{PROFILE_STUDY}.yaml, cells [disc-fg], workers {args.workers}, cpus_per_worker {args.cpus_per_worker}"
     environment = {**os.environ, "PYTHONPATH": str(package), "MLFLOW_TRACKING_URI": f"sqlite:///{out}/mlflow.db"}
     load_before = os.getloadavg()
     start = time.time()
     with open(out / "log.txt", "w") as log:
         code = subprocess.run(command, cwd=tree, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
     end = time.time()
-    record = {"label": args.label, "commit": commit, "layout": args.layout, "seed": args.seed,
-              "command": "skipview ablation " + portable, "tracking_uri": environment["MLFLOW_TRACKING_URI"],
-              "run_name": f"prof-{name}-disc-fg-seed{args.seed}", "start": start, "end": end,
+    if (tree / "reports" / name).is_dir():          # the worktree goes after the run; its report stays
+        shutil.copytree(tree / "reports" / name, out / "report")
+    record = {"label": args.label, "commit": commit, "layout": f"--workers {args.workers} --cpus-per-worker "
+                                                                 f"{args.cpus_per_worker}", "seed": args.seed,
+              "command": portable, "tracking_uri": environment["MLFLOW_TRACKING_URI"],
+              "run_name": f"{name}-disc-fg-seed{args.seed}", "start": start, "end": end,
               "wall_s": round(end - start, 1), "exit_code": code, "load_average_before": load_before,
               "load_average_after": os.getloadavg()}
     (out / "time.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -125,8 +132,8 @@ def main() -> None:
     one.add_argument("--label", required=True,
                      help="the run's name in the table (before, before_2, ...: the baseline, their mean)")
     one.add_argument("--out-dir", type=Path, required=True, help="where the runs' folders go")
-    one.add_argument("--layout", default="--workers 1 --cpus-per-worker 2",
-                     help="the worker options given to skipview ablation (default: one worker of two threads)")
+    one.add_argument("--workers", type=int, default=1, help="Ray Train workers of the model")
+    one.add_argument("--cpus-per-worker", type=int, default=2, help="CPUs (torch threads) per worker")
     one.add_argument("--seed", type=int, default=0, help="the model's seed (the target is seed 0)")
     one.set_defaults(handler=run)
     table = commands.add_parser("collect", help="the before/after table of the runs under --out-dir")

@@ -97,4 +97,21 @@ def load_model(path: str | Path, model: type[Model], error: type[ValueError]) ->
     try:
         return model.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        raise error(describe(path, lines, [(written(e["loc"]), e["msg"]) for e in exc.errors()])) from None
+        raise error(describe(path, lines, [(in_document(data, written(e["loc"])), e["msg"])
+                                           for e in exc.errors()])) from None
+
+
+def in_document(data: Any, at: tuple[str, ...]) -> tuple[str, ...]:
+    """``at`` without the parts that name no key or index of the document: the member names pydantic puts in the
+    location of a union (``analyses.sup.supervised.baselines`` for the written ``analyses.sup.baselines``); the last
+    part stays, as it may be a required key the document lacks."""
+    kept, node = [], data
+    for index, part in enumerate(at):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, (dict, list)) and index < len(at) - 1:    # the last part may be a missing key
+            continue
+        kept.append(part)
+    return tuple(kept)

@@ -10,7 +10,7 @@ To probe another checkout with this one's script, put a folder on PYTHONPATH who
 ``skipview/platform`` link to that checkout's ``models/`` and ``platform/`` (it comes before the editable install).
 
 The probes build their own small inputs (a synthetic prepared corpus and word vectors from tests/prepared_data.py,
-generated books, a search space and an ablation matrix with a typo) in a temporary folder. A few train a toy model
+generated books, a search space and study files with a typo) in a temporary folder. A few train a toy model
 for a few seconds (a divergence, a run's progress); one kills `skipview data prepare` mid-run with `kill -9` and
 lists what is left of it.
 """
@@ -64,7 +64,10 @@ def fixtures(root: Path) -> dict[str, str]:
     (root / "not-a-model").mkdir()
     (root / "empty").mkdir()
     (root / "space.yaml").write_text("objective: disc\nsearch:\n  batch_sise: {choice: [8, 16]}\n")
-    (root / "matrix.yaml").write_text("cells:\n  - name: gen\n    objectiv: gen\n")
+    (root / "own_row.yaml").write_text("question: q?\ncorpus: toy\ncells: [gen]\ndefine:\n  cells:\n"
+                                       "    - name: gen\n      objectiv: gen\n")
+    (root / "typo.yaml").write_text("question: q?\ncorpus: toy\ncells: [disc-fg]\n"
+                                    "settings: {objective_settings.hidden_sise: 8}\n")
     (root / "settings.yaml").write_text("batch_size: many\n")
     return {"corpus": str(corpus), "wordvecs": str(wordvecs), "root": str(root)}
 
@@ -98,11 +101,9 @@ def probes(f: dict[str, str]) -> list[Probe]:
                                         *ev]),
         ("tune: wrong key in the search space", ["tune", "--space", f"{f['root']}/space.yaml", "--corpus",
                                                  f["corpus"], *ev]),
-        ("ablation: wrong key in the matrix", ["ablation", "--corpus", f["corpus"], "--wordvecs", f["wordvecs"],
-                                               *ev, "--matrix", f"{f['root']}/matrix.yaml"]),
-        ("ablation: wrong key in objective settings", ["ablation", "--corpus", f["corpus"], "--wordvecs",
-                                                       f["wordvecs"], *ev, "--storage", f"{f['root']}/runs",
-                                                       "--set", "objective_settings.hidden_sise=8"]),
+        ("study: wrong key in its own row", ["study", "run", f"{f['root']}/own_row.yaml"]),
+        ("study: wrong key in objective settings", ["study", "run", f"{f['root']}/typo.yaml", "--storage",
+                                                    f"{f['root']}/runs"]),
         ("submit: no cluster at the address", ["submit", "--address", "http://127.0.0.1:9", "--", "train",
                                                "--objective", "disc"]),
         ("train: a cut vectors.npy", [*train[:6], f"{f['root']}/cut-wordvecs", *train[7:]]),

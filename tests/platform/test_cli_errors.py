@@ -73,12 +73,13 @@ def test_an_unknown_option_is_a_usage_error_in_one_line(capsys):
     assert "--objectiv" in line and "skipview train --help" in line
 
 
-def test_an_ablation_setting_no_objective_has_is_refused(data, tmp_path, capsys):
-    corpus, wordvecs = data
-    code = run(["ablation", "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--senteval-dir", str(tmp_path),
-                "--storage", str(tmp_path / "runs"), "--set", "objective_settings.hidden_sise=8"])
-    assert code == 2
-    assert "hidden_sise is a setting of none of the matrix's objectives" in one_error_line(capsys)
+def test_a_study_setting_no_objective_has_is_refused(tmp_path, capsys):
+    study = tmp_path / "typo.yaml"
+    study.write_text("question: q?\ncorpus: toy\ncells: [disc-fg, gen-invertible]\n"
+                     "settings: {objective_settings.hidden_sise: 8}\n")
+    assert run(["study", "run", str(study), "--storage", str(tmp_path / "runs")]) == 2
+    line = one_error_line(capsys)
+    assert f"{study}:4: settings: " in line and "hidden_sise is a setting of none of the matrix's objectives" in line
 
 
 def test_a_bad_option_value_is_a_usage_error_in_one_line(capsys):

@@ -7,7 +7,7 @@ import pytest
 from skipview.platform.cli import run
 
 
-@pytest.mark.parametrize("command", [["train"], ["tune"], ["ablation"], ["data", "prepare"], ["submit"]])
+@pytest.mark.parametrize("command", [["train"], ["tune"], ["study", "run"], ["data", "prepare"], ["submit"]])
 def test_help_without_a_terminal_cuts_no_word(command, monkeypatch, capsys):
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("TERMINAL_WIDTH", raising=False)
@@ -18,7 +18,7 @@ def test_help_without_a_terminal_cuts_no_word(command, monkeypatch, capsys):
         assert "(params.yaml:train.settings)" in out
 
 
-@pytest.mark.parametrize("command", [["train"], ["tune"], ["ablation"], ["study", "run"], ["data", "prepare"],
+@pytest.mark.parametrize("command", [["train"], ["tune"], ["study", "run"], ["study", "analyse"], ["data", "prepare"],
                                      ["evaluate"], ["submit"]])
 def test_an_explicit_narrow_width_is_kept_and_cuts_nothing(command, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")

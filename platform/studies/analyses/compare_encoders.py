@@ -22,6 +22,7 @@ import numpy as np
 
 from skipview.platform.evaluation.cli import build_encoder
 from skipview.platform.evaluation.suite import run_tasks
+from skipview.platform.studies.runner import available_tasks
 
 UNSUP = ["sts12", "sts13", "sts14", "stsb_unsup", "sickr_unsup"]
 SUMMARY = ["sts12", "sts13", "sts14", "sickr_unsup"]
@@ -53,7 +54,9 @@ def main(argv: list[str] | None = None) -> None:
                              "evaluating them again: OUT is rewritten after every row, so a stopped run continues")
     args = parser.parse_args(argv)
 
-    supervised = [t for t in args.supervised.split(",") if t]
+    # tasks without data in the SentEval folder are left out, as a study leaves them out (a malformed file is an error)
+    unsupervised = available_tasks(tuple(UNSUP), str(args.senteval_dir))
+    supervised = available_tasks(tuple(t for t in args.supervised.split(",") if t), str(args.senteval_dir))
     specs = []          # (row name, component fit, build kwargs)
     fits = args.fits.split(",")
     for baseline in filter(None, args.baselines.split(",")):
@@ -79,17 +82,17 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         encoder = build_encoder(kwargs.get("model"), kwargs.get("baseline"), args.wordvecs, args.pc_corpus,
                                 component_fit=None if fit == "none" else fit, view=kwargs.get("view", "ensemble"))
-        tasks = UNSUP + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
+        tasks = unsupervised + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
         metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
         row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),
                "scores": {t: headline(metrics, t) for t in tasks}, "metrics": metrics}
-        row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY]))
+        row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY if t in unsupervised]))
         rows.append(row)
         print(f"{name:28s} {fit:7s} summary {row['summary']:.1f}  ({row['seconds']:.0f} s)", flush=True)
         write(args.out.with_suffix(".json"), json.dumps({"rows": rows, "protocol": args.protocol,
                                                          "wordvecs": str(args.wordvecs)}, indent=1) + "\n")
 
-    columns = UNSUP + supervised
+    columns = unsupervised + supervised
     lines = ["| encoder | component fitted | mean STS12-14, SICK-R | " + " | ".join(columns) + " |",
              "|---|---|---|" + "---|" * len(columns)]
     for row in rows:

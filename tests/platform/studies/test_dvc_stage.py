@@ -1,43 +1,62 @@
-"""A study's stage (reports/dvc.yaml: study@<name>) run by real DVC in a temporary git repository on toy data: it
-trains and reports; a second repro does nothing; `dvc plots show` draws its training curves; on another machine the
-committed run records stand for the runs and nothing is trained again."""
+"""A new study, written as one file, run by real DVC in a temporary git repository on toy data: its own matrix row,
+a reference row of the catalogue and a supervised analysis. The study's stage trains and reports; a second repro
+does nothing; `dvc plots show` draws its training curves; the analysis's stage writes its table; on another machine
+the committed run records stand for the runs and nothing is trained again. The only file written by hand is the
+study's own: everything else the pipeline needs is generated (`skipview study index`)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 
+import numpy as np
 import pytest
 import yaml
-from dvc_checkout import DVC, REPO, fresh_checkout, run
+from dvc_checkout import DVC, fresh_checkout, run
 
 pytestmark = pytest.mark.slow
 
+STUDY = {
+    "question": "Does a toy run?", "corpus": "toy", "seeds": 1, "tasks": ["sts14"], "protocol": "fast",
+    "cells": ["disc-f-tiny", "fasttext-sif"],
+    "define": {"cells": [{"name": "disc-f-tiny", "objective": "disc", "settings": {"views": "f", "hidden_size": 8},
+                          "tags": {"objective": "disc", "views": "f"}, "views": {"f": "z_f"}}]},
+    "columns": ["sts_avg", "sts14"],
+    "headline": {"row": "disc-f-tiny/f", "baseline": "fasttext-sif/ensemble"},
+    "settings": {"batch_size": 16, "max_steps": 4, "checkpoint_every": 4, "postprocessing_sentences": 50},
+    "analyses": {"sup": {"kind": "supervised", "models": [{"row": "disc-f-tiny", "views": ["f"]}], "tasks": ["mr"],
+                         "baselines": ["avg"], "protocol": "fast"}},
+}
 
-def test_dvc_repro_of_a_study_file_whose_records_outlive_the_machine(tiny_data, toy_senteval, tmp_path):
-    """`study@<name>` runs `skipview study run`: it trains, writes a record per run and the report; on another
-    machine (no MLflow store, no runs/) the committed records stand for the runs and nothing is trained again."""
+
+def write_toy_mr(senteval, rng) -> None:
+    """MR in SentEval's layout over the toy vocabulary: a positive sentence leans on w0-w29, a negative on w30-w59."""
+    (senteval / "MR").mkdir()
+    for name, low in (("pos", 0), ("neg", 30)):
+        lines = [" ".join(f"w{i}" for i in rng.integers(low, low + 30, size=6)) for _ in range(60)]
+        (senteval / "MR" / f"rt-polarity.{name}").write_text("\n".join(lines) + "\n")
+
+
+def test_a_new_study_is_one_file_that_dvc_runs_analyses_and_keeps(tiny_data, toy_senteval, tmp_path):
     corpus, wordvecs = tiny_data
-    study = {"question": "Does a toy run?", "corpus": "toy", "seeds": 1, "tasks": ["sts14"], "protocol": "fast",
-             "cells": ["disc-f", "fasttext-sif"], "headline": {"row": "disc-f/f", "baseline": "fasttext-sif/ensemble"},
-             "settings": {"objective_settings.hidden_size": 8, "batch_size": 16, "max_steps": 4,
-                          "checkpoint_every": 4, "postprocessing_sentences": 50}}
 
     def add_files(repo):
         shutil.copytree(corpus, repo / "data" / "toy" / "prepared")
         shutil.copytree(wordvecs, repo / "data" / "toy" / "wordvecs")
         shutil.copytree(toy_senteval, repo / "data" / "senteval" / "downstream")
-        (repo / "studies" / "toy.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+        write_toy_mr(repo / "data" / "senteval" / "downstream", np.random.default_rng(0))
+        (repo / "studies" / "toy.yaml").write_text(yaml.safe_dump(STUDY, sort_keys=False))   # the one file
 
-    repo, env = fresh_checkout(tmp_path, lambda params: params.update(
-        studies={"toy": {"corpus": "toy", "after": "platform/tuning/ablation.yaml"}}), add_files)
+    repo, env = fresh_checkout(tmp_path, lambda params: None, add_files)
+    run(["skipview", "study", "index"], repo, env)              # generated: the index DVC's stages read
     stage = ["repro", "--single-item", "reports/dvc.yaml:study@toy"]
     first = run(DVC + stage, repo, env)
     assert "study toy: 2 runs done now, 0 already recorded" in first
     records = sorted(p.name for p in (repo / "reports" / "toy" / "runs").glob("*.json"))
-    assert records == ["disc-f-seed0.json", "fasttext-sif-seed0.json"]
+    assert records == ["disc-f-tiny-seed0.json", "fasttext-sif-seed0.json"]
     summary = json.loads((repo / "reports" / "toy" / "ablation_summary.json").read_text())
-    assert summary["cells"]["disc-f"]["f"]["sts14"]["n"] == 1
+    assert summary["cells"]["disc-f-tiny"]["f"]["sts14"]["n"] == 1
     assert "Running stage" not in run(DVC + stage, repo, env)            # nothing changed: nothing runs
 
     # the study's curves as DVC draws them: the stage's plots, STS14 per step and view through the study template
@@ -47,7 +66,23 @@ def test_dvc_repro_of_a_study_file_whose_records_outlive_the_machine(tiny_data, 
     rows = plot["content"]["data"]["values"]
     written = (repo / "reports" / "toy" / "sts14_curves.csv").read_text().splitlines()[1:]
     assert [",".join((r["step"], r["cell"], r["view"], r["sts14"])) for r in rows] == written
-    assert {r["cell"] for r in rows} == {"disc-f"} and {int(r["step"]) for r in rows} == {0, 4}
+    assert {r["cell"] for r in rows} == {"disc-f-tiny"} and {int(r["step"]) for r in rows} == {0, 4}
+
+    # the analysis the study declares, by the one analysis stage: the model's f and fastText avg on MR
+    run(DVC + ["repro", "--single-item", "reports/dvc.yaml:study_analysis@toy.sup"], repo, env)
+    table = json.loads((repo / "reports" / "toy" / "sup.json").read_text())
+    assert [(r["encoder"], r["component_fit"]) for r in table["rows"]] == [("fastText avg", "none"),
+                                                                             ("disc-f-tiny-seed0 f", "task")]
+    assert all(50 <= r["scores"]["mr"] <= 100 and r["scores"]["sts14"] is not None for r in table["rows"])
+    assert "| disc-f-tiny-seed0 f | task |" in (repo / "reports" / "toy" / "sup.md").read_text()
+
+    # nothing but the study's own file was written by hand: every other change is the pipeline's output
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+    paths = {line[3:] for line in changed if line}
+    generated = ("reports/toy/", "runs/", "mlflow.db", "reports/INDEX.md", "studies/index.yaml", "reports/dvc.lock",
+                 "dvc.lock", ".dvc/")
+    assert paths and all(path.startswith(generated) for path in paths), sorted(paths)
 
     (repo / "mlflow.db").unlink()                                    # another machine: no store, no checkpoints
     shutil.rmtree(repo / "runs")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from skipview.platform.studies.matrix import HOURS, SENTENCES_SEEN, load_matrix, metric_key
+from study_matrices import table6
+
+from skipview.platform.studies.matrix import HOURS, SENTENCES_SEEN, metric_key
 from skipview.platform.studies.report import build_report
 
 EXPERIMENT = "ablation-test"
@@ -37,7 +39,7 @@ def store(tmp_path):
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.create_experiment(EXPERIMENT, artifact_location=str(tmp_path / "artifacts"))
-    matrix = load_matrix()
+    matrix = table6()
     cells = {c.name: c for c in matrix.rows(references=True)}
 
     def log(cell: str, seed: int, status: str = "FINISHED", offset: float = 0.0, params=None) -> None:

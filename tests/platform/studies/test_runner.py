@@ -8,14 +8,15 @@ import json
 
 import pytest
 
-from skipview.platform.tracking import store
-from skipview.platform.training.config import TrainSettings
 import numpy as np
+from study_matrices import table6
 
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
-from skipview.platform.studies.runner import StudySettings, run_study
-from skipview.platform.studies.matrix import Cell, Matrix, load_matrix
+from skipview.platform.studies.matrix import Cell, Matrix
 from skipview.platform.studies.report import build_report
+from skipview.platform.studies.runner import StudySettings, run_study
+from skipview.platform.tracking import store
+from skipview.platform.training.config import TrainSettings
 
 
 
@@ -44,7 +45,7 @@ def test_combined_encoder_averages_unsupervised_and_concatenates_supervised():
 
 def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_data, toy_senteval, tmp_path):
     corpus, wordvecs = tiny_data
-    full = load_matrix()
+    full = table6()
     matrix = Matrix(cells=[c for c in full.cells if c.name in ("gen-invertible", "disc-f")],
                     combined=[Cell(name="gen+disc", combine=["gen-invertible/f", "disc-f/f"], tags={"views": "f+f"},
                                    views={"ensemble": "en(gen f, disc f)"})],
@@ -114,7 +115,7 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
 
 def _disc_f_study(tiny_data, toy_senteval, tmp_path, name, max_steps, **study):
     corpus, wordvecs = tiny_data
-    full = load_matrix()
+    full = table6()
     matrix = Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns)
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
                          batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skipview.platform.studies.study import StudyError, load_study, render_index, resolve
+from skipview.platform.studies.study import StudyError, load_study, render_dvc_index, render_index, resolve, study_paths
 
 REPO = Path(__file__).parents[3]
 GOOD = """\
@@ -29,7 +29,7 @@ def repo(monkeypatch):
     monkeypatch.chdir(REPO)            # study files name the repository's config and matrix files
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "studies").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", study_paths(REPO), ids=lambda p: p.stem)
 def test_every_shipped_study_validates(repo, path):
     study = load_study(path)
     assert study.name == path.stem and study.settings().experiment == path.stem
@@ -85,17 +85,7 @@ def test_a_study_continues_a_study_file_beside_it_and_follows_its_report(repo, t
     assert load_study(tmp_path / "long.yaml").upstream == Path("reports/short/ablation_summary.json")
     assert load_study(tmp_path / "short.yaml").upstream == Path("reports/tune_sif_claim/best_config.yaml")
     (tmp_path / "plain.yaml").write_text(GOOD.replace("config: reports/tune_sif_claim/best_config.yaml\n", ""))
-    assert load_study(tmp_path / "plain.yaml").upstream == Path("platform/tuning/ablation.yaml")
-
-
-def test_params_yaml_gives_each_study_stage_its_study_files_corpus_and_upstream(repo):
-    """DVC cannot read a study file: `studies` in params.yaml restates each study's corpus and the input it follows
-    (`after`) for the study@<name> stage. They must be the study file's, and every study file must have its stage."""
-    import yaml
-
-    params = yaml.safe_load((REPO / "params.yaml").read_text())["studies"]
-    studies = {p.stem: load_study(p) for p in sorted((REPO / "studies").glob("*.yaml"))}
-    assert params == {name: {"corpus": s.spec.corpus, "after": s.upstream.as_posix()} for name, s in studies.items()}
+    assert load_study(tmp_path / "plain.yaml").upstream == Path("studies/catalogue.yaml")
 
 
 def test_resolve_finds_a_study_by_name_and_lists_the_known_ones(tmp_path):
@@ -126,9 +116,56 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
     assert "| 55.0 (n=1) | 62.5 (n=1) | 2 |" in render_index([study]).splitlines()[-1]
 
 
-def test_the_committed_index_is_what_the_studies_give(repo):
-    """reports/INDEX.md cannot go stale: it must equal what `skipview study index` writes from the studies."""
-    from skipview.platform.studies.study import INDEX, STUDIES_DIR
+def test_the_committed_indexes_are_what_the_studies_give(repo):
+    """reports/INDEX.md and studies/index.yaml (what DVC's study stages iterate over) cannot go stale: they must equal
+    what `skipview study index` writes from the study files."""
+    from skipview.platform.studies.study import DVC_INDEX, INDEX
 
-    studies = [load_study(path) for path in sorted(STUDIES_DIR.glob("*.yaml"))]
+    studies = [load_study(path) for path in study_paths()]
     assert INDEX.read_text() == render_index(studies), "run `skipview study index` and commit reports/INDEX.md"
+    assert DVC_INDEX.read_text() == render_dvc_index(studies), "run `skipview study index`"
+
+
+ANALYSES = """\
+analyses:
+  sup:
+    kind: supervised
+    models: [{row: disc-fg, views: [f, g]}, {row: disc-f}, {name: other, path: data/models/other}]
+    tasks: [sickr, mr]
+    baselines: [sif]
+    seeds: 1
+  levers:
+    kind: usif_levers
+    models: {fg: disc-fg}
+"""
+
+
+def test_a_studys_analyses_are_the_commands_it_declares(repo, tmp_path):
+    path = tmp_path / "example.yaml"
+    path.write_text(GOOD + ANALYSES)
+    sup, levers = load_study(path).analysis_steps(storage=str(tmp_path / "runs"))
+    assert (sup.name, sup.module, sup.inputs, sup.out) == ("sup", "compare_encoders", ["data/models/other"],
+                                                           "reports/example/sup")
+    models = [sup.argv[i + 1] for i, word in enumerate(sup.argv) if word == "--model"]
+    assert models == [f"disc-fg-seed0={tmp_path}/runs/example/models/disc-fg-seed0@f,g",
+                      f"disc-f-seed0={tmp_path}/runs/example/models/disc-f-seed0@ensemble",
+                      "other=data/models/other@ensemble"]
+    assert sup.argv[sup.argv.index("--supervised") + 1] == "sickr,mr" and "--baselines" in sup.argv
+    assert levers.module == "usif_levers" and levers.argv.count("--model") == 2            # the study's two seeds
+    assert levers.command().startswith("python -m skipview.platform.studies.analyses.usif_levers --wordvecs "
+                                       "data/novels_news/wordvecs")
+
+
+@pytest.mark.parametrize("change, line, message", [
+    (("{row: disc-f}", "{row: disc-g}"), 11, "analyses.sup: disc-g is not a trained or combined row"),
+    (("views: [f, g]", "views: [f, h]"), 11, "disc-fg has no view h"),
+    (("kind: usif_levers", "kind: usif_lever"), 17, "does not match any of the expected tags"),
+    (("baselines: [sif]", "baselines: [sif2]"), 15, "baselines.0"),
+])
+def test_a_bad_analysis_is_one_error_naming_file_line_and_key(repo, tmp_path, change, line, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text((GOOD + ANALYSES).replace(*change))
+    with pytest.raises(StudyError) as error:
+        load_study(path)
+    text = str(error.value)
+    assert text.startswith(f"{path}:{line}: ") and message in text and "\n" not in text, text
