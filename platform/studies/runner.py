@@ -18,9 +18,11 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from skipview.models import registry
 from skipview.models.encoder import SentenceEncoder
@@ -41,22 +43,29 @@ REPORT_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "sickr_unsup", "sic
                 "mr", "cr", "subj", "mpqa", "sst2", "mrpc")
 
 
-@dataclass(frozen=True)
-class StudySettings:
+class Plan(BaseModel):
+    """How a study's runs are made, evaluated and laid out: the keys a study file shares with the runner, defined
+    once here (the study file adds its question, rows and analyses; ``StudySettings`` where and under which name)."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seeds: int = Field(3, ge=1)
+    references: bool = True
+    tasks: tuple[str, ...] = REPORT_TASKS
+    protocol: Literal["full", "fast"] = "full"
+    # where every row's top component is fitted (evaluation.encoding)
+    component_fit: Literal["subset", "subset-stacked", "subset-sides", "task"] = "subset"
+    workers: int = Field(1, ge=1)
+    cpus_per_worker: float = Field(1, gt=0)
+    gpus_per_worker: float = Field(0, ge=0)
+    warm_start: str | None = None           # a shorter study of the same models to continue from (warm_start())
+
+
+class StudySettings(Plan):
     name: str                               # prefix of every Train run name of the study
     storage: str
     experiment: str = "ablation"
-    seeds: int = 3
-    first_seed: int = 0                     # a study split over machines: each takes its own range of seeds
-    references: bool = False
-    workers: int = 1
-    cpus_per_worker: float = 1
-    gpus_per_worker: float = 0
-    tasks: tuple[str, ...] = REPORT_TASKS
-    protocol: str = "full"
+    first_seed: int = Field(0, ge=0)        # a study split over machines: each takes its own range of seeds
     tracking_uri: str | None = None
-    component_fit: str = "subset"           # where every row's top component is fitted (evaluation.encoding)
-    warm_start: str | None = None           # a shorter study of the same models to continue from (warm_start())
 
 
 def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
@@ -127,7 +136,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
     ``recorded``: (cell, seed) pairs whose committed run record already stands for them (trained elsewhere)."""
     if base.senteval_dir is None:
         raise ValueError("the ablation evaluates every model: give the SentEval data directory (--senteval-dir)")
-    study = replace(study, tracking_uri=study.tracking_uri or store.tracking_uri())
+    study = study.model_copy(update={"tracking_uri": study.tracking_uri or store.tracking_uri()})
     base = absolute_paths(base)                  # Train workers run in their own working directories
     client = store.client(study.tracking_uri)
     tasks = available_tasks(study.tasks, base.senteval_dir)
@@ -183,7 +192,7 @@ class WarmStart:
 def warm_start_source(client, study: StudySettings, cell: str, seed: int, settings: TrainSettings) -> WarmStart:
     """The same (cell, seed) in the shorter study ``study.warm_start``, checked to be a shorter run of exactly these
     settings; called before this run is opened, so a refused warm start records nothing."""
-    source = train_run(replace(study, name=study.warm_start), cell, seed)
+    source = train_run(study.model_copy(update={"name": study.warm_start}), cell, seed)
     source_id = store.find_run(client, None, driver.run_key(source))
     if source_id is None:
         raise ValueError(f"--warm-start {study.warm_start}: no recorded run {source.name} under {study.storage}")

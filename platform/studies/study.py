@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skipview.models import registry
 from skipview.platform.studies.analyses import Analysis, Step, check_rows, commands
 from skipview.platform.studies.matrix import CATALOGUE, Matrix, Rows, load_catalogue, pick
-from skipview.platform.studies.runner import (REPORT_TASKS, StudySettings, cell_settings, check_objective_settings,
+from skipview.platform.studies.runner import (Plan, StudySettings, cell_settings, check_objective_settings,
                                               train_run)
 from skipview.platform.training.config import TrainSettings, load_settings
 from skipview.platform.yaml_source import describe, load_model, load_with_lines, written
@@ -71,7 +71,7 @@ class Headline(_Strict):
     column: str = "sts_avg"
 
 
-class StudyFile(_Strict):
+class StudyFile(Plan):
     question: str = Field(min_length=1)
     corpus: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     config: str | None = None
@@ -81,15 +81,6 @@ class StudyFile(_Strict):
     claims: list[str] = []
     columns: list[str] = list(UNSUPERVISED_COLUMNS)
     cell_settings: dict[str, dict[str, Any]] = {}
-    seeds: int = Field(3, ge=1)
-    references: bool = True
-    tasks: list[str] = list(REPORT_TASKS)
-    protocol: Literal["full", "fast"] = "full"
-    component_fit: Literal["subset", "subset-stacked", "subset-sides", "task"] = "subset"
-    workers: int = Field(1, ge=1)
-    cpus_per_worker: float = Field(1, gt=0)
-    gpus_per_worker: float = Field(0, ge=0)
-    warm_start: str | None = None
     headline: Headline | None = None
     analyses: dict[str, Analysis] = {}
 
@@ -110,12 +101,9 @@ class Study:
         return REPORTS / self.name
 
     def settings(self, *, seeds: int | None = None, first_seed: int = 0, storage: str = "runs") -> StudySettings:
-        spec = self.spec
-        return StudySettings(name=self.name, storage=storage, experiment=self.name, seeds=seeds or spec.seeds,
-                             first_seed=first_seed, references=spec.references, workers=spec.workers,
-                             cpus_per_worker=spec.cpus_per_worker, gpus_per_worker=spec.gpus_per_worker,
-                             tasks=tuple(spec.tasks), protocol=spec.protocol, component_fit=spec.component_fit,
-                             warm_start=spec.warm_start)
+        plan = self.spec.model_dump(include=set(Plan.model_fields))
+        return StudySettings(**{**plan, "seeds": seeds or plan["seeds"]}, name=self.name, storage=storage,
+                             experiment=self.name, first_seed=first_seed)
 
     def command(self) -> str:
         return f"skipview study run {self.name}"

@@ -109,7 +109,7 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
     summary_path = tmp_path / "reports" / "example" / "ablation_summary.json"
     summary_path.write_text(json.dumps(summary))
     row = render_index([study]).splitlines()[-1]
-    assert row == (f"| [example](example/ablation.md) | Does the multi-view f beat the single-view f? | disc-fg/f | 58.3 ± 0.5 | disc-f/f | "
+    assert row == ("| [example](example/ablation.md) | Does the multi-view f beat the single-view f? | disc-fg/f | 58.3 ± 0.5 | disc-f/f | "
                    "55.0 (n=1) | – | 2 | `skipview study run example` |")
     summary["cells"]["fasttext-usif"] = {"seeds": 1, "ensemble": {"sts_avg": {"mean": 62.52, "std": None, "n": 1}}}
     summary_path.write_text(json.dumps(summary))
