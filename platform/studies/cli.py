@@ -27,12 +27,16 @@ def _load(study_name: str):
 
 
 def _report(study) -> dict:
+    """The study's report from its run records and MLflow runs, with the supervised tasks its analyses measured of
+    the same models."""
+    from skipview.platform.studies.analyses import supervised_metrics
     from skipview.platform.studies.report import build_report
     from skipview.platform.tracking import store
 
     try:
         return build_report(store.client(), study.name, study.matrix, study.report_dir,
-                            references=study.spec.references, records=True)
+                            references=study.spec.references, records=True,
+                            measured_elsewhere=supervised_metrics(study.report_dir, study.spec.analyses))
     except LookupError as error:
         raise typer.BadParameter(f"{study.name}: nothing to report: no run records in {study.report_dir / 'runs'} "
                                  f"and no finished run in this machine's MLflow store ({one_line(error)})") from None

@@ -16,7 +16,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,12 +114,15 @@ class Stat:
     def as_dict(self) -> dict[str, Any]:
         return {"mean": self.mean, "std": self.std, "n": self.n}
 
-    def text(self, digits: int = 1) -> str:
+    def text(self, digits: int = 1, seeds: int | None = None) -> str:
+        """``mean ± std``; ``(n=K)`` where fewer runs than the row's ``seeds`` have the column (one seed, or a
+        column an analysis measured on some seeds only)."""
         if not self.values:
             return "–"
         if self.std is None:
             return f"{self.mean:.{digits}f} (n=1)"
-        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
+        fewer = f" (n={self.n})" if seeds is not None and self.n < seeds else ""
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}{fewer}"
 
 
 @dataclass
@@ -262,7 +265,7 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
                str(len(summary.seeds[cell.name])) if first else "",
                cost["hours"].text(3) if first else "",
                _count(cost["sentences_seen"]) if first else ""]
-        row += [summary.stats[cell.name, view][c.name].text() for c in columns]
+        row += [summary.stats[cell.name, view][c.name].text(seeds=len(summary.seeds[cell.name])) for c in columns]
         lines.append("| " + " | ".join(row) + " |")
     if summary.missing:
         lines += ["", f"No finished run for: {', '.join(summary.missing)}."]
@@ -359,11 +362,13 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
 
 
 def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True,
-                 records: bool = False) -> dict[str, Path]:
+                 records: bool = False, measured_elsewhere: Mapping[tuple[str, int], Mapping[str, float]] = {}
+                 ) -> dict[str, Path]:
     """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``, and the training
     curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths. ``records``: also
     read the run records committed under ``out_dir/runs`` and write one for every run MLflow has (a study's
-    report; without, the report reads MLflow alone)."""
+    report; without, the report reads MLflow alone). ``measured_elsewhere``: metrics of a (cell, seed) that a
+    study's analysis measured of the same model (its supervised tasks), added to the run's own, which win."""
     out_dir = Path(out_dir)
     try:
         tracked = find_runs(client, experiment)
@@ -374,6 +379,8 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
     if records:                 # the committed records then hold every run, in one (portable) form
         write_records(tracked, out_dir)
     runs = latest(read_records(out_dir)) if records else tracked
+    runs = [replace(run, metrics={**measured_elsewhere.get((run.cell, run.seed), {}), **run.metrics})
+            for run in runs]
     if not runs:
         raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")
     summary = summarise(matrix, runs, experiment, references)

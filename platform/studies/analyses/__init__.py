@@ -7,7 +7,9 @@ Kinds:
 
 ``supervised``  (``compare_encoders.py``) the models of ``models`` (rows of the study, each with its views; or a
                 model directory outside it by ``path``, a DVC dependency) on the supervised ``tasks``, beside the
-                training-free ``baselines`` on the study's word vectors: Table 6's supervised columns per view.
+                training-free ``baselines`` on the study's word vectors: Table 6's supervised columns per view. The
+                study's report reads them back (``supervised_metrics``), so its supervised columns and claims are
+                measured, per seed, by the same runs.
 ``usif_levers`` (``usif_levers.py``) the test-time levers that move trained (f, g) models past uSIF: ``models``
                 maps a label to a trained cell or a combined row of the study.
 
@@ -17,8 +19,10 @@ Kinds:
 from __future__ import annotations
 
 import importlib
+import json
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -143,3 +147,25 @@ def commands(study: str, corpus: str, seeds: int, analyses: dict[str, Analysis],
             raise ValueError(f"analyses.{name}: at most one model by path (DVC's stage takes one input)")
         found.append(Step(study, name, MODULES[analysis.kind], argv, inputs))
     return found
+
+
+def supervised_metrics(report_dir: Path, analyses: dict[str, Analysis]) -> dict[tuple[str, int], dict[str, float]]:
+    """The supervised tasks' metrics that the study's ``supervised`` analyses measured of its own rows, as the runs'
+    metrics (``<view>/<metric>``) by (row, seed): what the report adds to each run's own evaluation. Only the fit
+    the supervised tasks ran under, and only the rows named by a row of the study (not a model given by path)."""
+    found: dict[tuple[str, int], dict[str, float]] = {}
+    for name, analysis in analyses.items():
+        table = report_dir / f"{name}.json"
+        if not isinstance(analysis, Supervised) or not table.is_file():
+            continue
+        labels = {ref.name or ref.row: ref.row for ref in analysis.models if ref.row is not None}
+        for row in json.loads(table.read_text())["rows"]:
+            label, _, view = row["encoder"].rpartition(" ")
+            model, _, seed = label.rpartition("-seed")
+            if model not in labels or not seed.isdigit() or row["component_fit"] not in analysis.supervised_fits:
+                continue
+            metrics = found.setdefault((labels[model], int(seed)), {})
+            metrics.update({f"{view}/{key}": value for key, value in row["metrics"].items()
+                            if key.split(".")[0] in analysis.tasks and value is not None})
+    return found
+

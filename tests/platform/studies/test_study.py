@@ -169,3 +169,20 @@ def test_a_bad_analysis_is_one_error_naming_file_line_and_key(repo, tmp_path, ch
         load_study(path)
     text = str(error.value)
     assert text.startswith(f"{path}:{line}: ") and message in text and "\n" not in text, text
+
+
+def test_the_report_reads_the_supervised_tasks_its_analyses_measured_of_its_own_rows(repo, tmp_path):
+    from skipview.platform.studies.analyses import supervised_metrics
+
+    path = tmp_path / "example.yaml"
+    path.write_text(GOOD + ANALYSES)
+    study = load_study(path)
+    rows = [{"encoder": "disc-fg-seed1 g", "component_fit": "task",
+             "metrics": {"mr.acc": 77.0, "sickr.pearson": 80.0, "sts14.pearson.mean": 60.0}},
+            {"encoder": "disc-fg-seed1 g", "component_fit": "subset", "metrics": {"mr.acc": 1.0}},   # another fit
+            {"encoder": "other ensemble", "component_fit": "task", "metrics": {"mr.acc": 2.0}},     # not a row
+            {"encoder": "fastText sif", "component_fit": "task", "metrics": {"mr.acc": 3.0}}]
+    (tmp_path / "sup.json").write_text(json.dumps({"rows": rows, "protocol": "full"}))
+    # the supervised tasks only (an analysis's STS14 is not the run's evaluation), keyed as the run's metrics
+    assert supervised_metrics(tmp_path, study.spec.analyses) == {("disc-fg", 1): {"g/mr.acc": 77.0,
+                                                                                  "g/sickr.pearson": 80.0}}
