@@ -1,0 +1,393 @@
+"""The bundle a lent GPU machine needs to run skipview's platform, and its unpacking there (issue 40).
+
+The device tool's machine (reports/benchmarks/gpu_platform.md) has torch, numpy, pyarrow, pandas, aiohttp, grpcio,
+requests, pyyaml, rich and typer, but no network, no Ray, MLflow or pydantic, and receives at most 64 MiB per call
+(the checkout that travels included). So the bundle carries, under the git-ignored ``.gpu_bundle/``:
+
+* ``site-cpXY.tar.xz``: the packages the image lacks (Ray, MLflow with its SQLite store, pydantic), installed here for the machine's Python with
+  ``pip install --target`` (Ray trimmed, ``RAY_UNUSED``; native code stripped of symbols). Installed here rather than carried as wheels because the trimmed Ray is no wheel, and one xz stream
+  over the installed tree is smaller than the wheels' per-file deflate.
+* ``data.tar.xz``: one prepared corpus and its word vectors, packed to fit (``pack_data``), and the SentEval folders
+  the STS evaluation reads.
+* ``manifest.json``: the Python it was built for, the packages and versions, what the packing changed, the sizes.
+
+    python scripts/gpu_bundle.py build --corpus data/novels_news/prepared --wordvecs data/novels_news/wordvecs \\
+        --senteval ../shared/data/senteval/downstream [--python 3.12] [--out .gpu_bundle]
+    python3 scripts/gpu_bundle.py unpack --bundle .gpu_bundle --to WORK     # on the GPU machine (gpu_run.sh)
+
+What the packing changes (the manifest says it again with the numbers of the corpus at hand):
+
+* sentences keep their first ``max_len`` (30) tokens: training never reads past them (``read_sentences`` and the
+  post-processing sample cut there), so the batches are the same as from the full corpus;
+* token ids are exact (ids above 65,535 travel as a sparse high part);
+* word vectors travel for the ``rows`` most frequent words and every word of the evaluation sets, as int8 with one
+  scale per row (relative error under 0.4 % of the row's largest entry); the other rows are zero, which is how the
+  platform already treats a word without a vector. So a rare word is zero for f and g in training, as if unknown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import io
+import json
+import lzma
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+DEVICE_LIMIT_BYTES = 64 * 2 ** 20           # the device tool: files sent per call, the checkout included
+# Ray's dashboard ([default]) is kept: Ray Train's placement-group cleaner asks its state API (driver.start_local)
+# MLflow's SQLite store (SQLAlchemy, Alembic): its file store cannot hold the metrics ``sts14`` and ``sts14/f`` side by
+# side (a file and a folder of one name)
+REQUIREMENTS = ("ray[default,train,tune]", "mlflow-skinny", "sqlalchemy", "alembic", "pydantic", "typer")
+# Already on the GPU machine's image (the device tool's KINDS.md, "Python packages already there", 2026-11-17),
+# so not carried; the runner's preflight imports what training needs and fails in one line if a version is off.
+IMAGE_HAS = frozenset("""
+absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
+charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings cuda-core cuda-pathfinder
+cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops equinox etils execnet filelock flatbuffers flax
+fonttools formulaic frozenlist fsspec gpytorch grpcio h11 h5py hf-xet httpcore httpx huggingface-hub humanize
+hypothesis idna imageio iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2
+joblib kiwisolver lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml markdown
+markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack multidict multipledispatch
+mypy-extensions nanobind narwhals networkx ninja numba numba-cuda numpy numpyro nvidia-cublas nvidia-cuda-cupti
+nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver
+nvidia-cusparse nvidia-cusparselt-cu13 nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13
+nvidia-nvtx onnx onnx-ir onnxruntime onnxscript opencv-python-headless optax opt-einsum opt-einsum-fx optimistix
+orbax-checkpoint packaging pandas pathspec patsy peft pillow pip pluggy portalocker prometheus-client propcache
+protobuf psutil pyarrow pybind11 py-cpuinfo pygments pyparsing pyproject-hooks pyre-extensions pytest
+pytest-benchmark pytest-cov pytest-mock pytest-timeout pytest-xdist python-dateutil pytorch-lightning pyyaml regex
+requests rich sacrebleu safetensors scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece
+sentence-transformers setuptools shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard
+tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio
+torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope triton typer typing-extensions
+typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
+""".split())
+# carried although the image has them: skipview needs typer >= 0.27.2 (TyperException), and Ray's dashboard,
+# OpenTelemetry and MLflow all load protobuf's generated code, which needs a runtime at least as new as theirs
+CARRY_ANYWAY = frozenset({"typer", "protobuf"})
+# never imported by training, evaluation or MLflow: py-spy (Ray's dashboard profiler), virtualenv and its helpers
+# (Ray's pip runtime environments), cffi (cryptography's OpenSSL bindings of old; MLflow's SQL store imports only
+# its Fernet, which is in cryptography's Rust module)
+LEAVE_OUT = frozenset({"py-spy", "virtualenv", "distlib", "python-discovery", "cffi", "pycparser"})
+# the Java worker, RLlib, Serve and the LLM library; the dashboard's web page but its index (the dashboard's HTTP
+# API, which Train asks, fails to start without client/build/ and its static/ folder); the runtime-environment
+# agent's own aiohttp copy (it falls back to the image's aiohttp)
+RAY_UNUSED = ("ray/jars", "ray/rllib", "ray/serve", "ray/llm", "ray/tests", "ray/dashboard/client/build/static/*",
+              "ray/dashboard/client/build/speedscope-*", "ray/_private/runtime_env/agent/thirdparty_files")
+RAY_EXECUTABLES = ("ray/core/src/ray/raylet/raylet", "ray/core/src/ray/gcs/gcs_server")
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
+             "manylinux2014_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64", "any")
+# the SentEval folders of STS12-14, STS-B and SICK (the profile's and the d 1024 comparison's tasks)
+SENTEVAL_FOLDERS = ("STS/STS12-en-test", "STS/STS13-en-test", "STS/STS14-en-test", "STS/STSBenchmark", "SICK")
+EVAL_TASKS = ("sts12", "sts13", "sts14", "stsb_unsup", "sickr_unsup")
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# ------------------------------------------------------------------------------------------------ packages
+
+
+def closure(python: str, work: Path) -> dict[str, str]:
+    """Every distribution the requirements pull in for ``python`` on x86-64 Linux, name -> version, with the
+    requirements pinned to the versions installed here (what the tests run against)."""
+    pinned = [f"{r}=={importlib.metadata.version(r.split('[')[0])}" for r in REQUIREMENTS]
+    report = work / "resolution.json"
+    pip(python, ["install", "--dry-run", "--ignore-installed", "--report", str(report),
+                 "--target", str(work / "unused")], pinned)
+    return {canonical(item["metadata"]["name"]): item["metadata"]["version"]
+            for item in json.loads(report.read_text())["install"]}
+
+
+def pip(python: str, arguments: list[str], requirements: list[str]) -> None:
+    platform = [f"--platform={p}" for p in PLATFORMS]
+    command = [sys.executable, "-m", "pip", *arguments, "--quiet", "--only-binary=:all:", f"--python-version={python}",
+               "--implementation=cp", *platform, *requirements]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode:
+        raise SystemExit(f"error: pip could not resolve the packages for Python {python}: "
+                         f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
+
+
+def carried(resolved: dict[str, str]) -> dict[str, str]:
+    return {name: version for name, version in sorted(resolved.items())
+            if name not in LEAVE_OUT and (name not in IMAGE_HAS or name in CARRY_ANYWAY)}
+
+
+def install_site(python: str, packages: dict[str, str], site: Path) -> None:
+    pip(python, ["install", "--no-deps", "--no-compile", "--target", str(site)],
+        [f"{name}=={version}" for name, version in packages.items()])
+    for pattern in RAY_UNUSED:
+        for path in site.glob(pattern):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if shutil.which("strip"):     # symbols only: native stack traces lose function names, nothing else changes
+        binaries = [site / b for b in RAY_EXECUTABLES if (site / b).exists()] + sorted(site.rglob("*.so"))
+        subprocess.run(["strip", "--strip-unneeded", *map(str, binaries)], check=True)
+    shutil.rmtree(site / "bin", ignore_errors=True)   # console scripts whose first line names this machine's python
+    for cache in list(site.rglob("__pycache__")):
+        shutil.rmtree(cache)
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+def evaluation_words(senteval: Path, tokenizer, vocab) -> np.ndarray:
+    """Ids of the corpus words that occur in the evaluation sets' sentences (tokenised as evaluation does)."""
+    from skipview.platform.evaluation.datasets import TaskDataError, load_task
+
+    ids: set[int] = set()
+    for task in EVAL_TASKS:
+        try:
+            data = load_task(task, senteval)
+        except TaskDataError:
+            continue
+        for split in data.splits.values():
+            for sentence in [*split.a, *split.b]:
+                ids.update(vocab.encode(tokenizer(sentence)))
+    return np.array(sorted(ids), dtype=np.int64)
+
+
+def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len: int) -> dict:
+    """Write the corpus (sentences cut at ``max_len``) and the SentEval folders in their packed form under
+    ``staging``; return what changed."""
+    from skipview.models.corpus import PreparedCorpus
+
+    corpus = PreparedCorpus(corpus_dir)
+    lengths = np.diff(np.asarray(corpus.offsets, dtype=np.int64))
+    kept = np.minimum(lengths, max_len)
+    starts = np.asarray(corpus.offsets[:-1], dtype=np.int64)
+    new_starts = np.concatenate([[0], np.cumsum(kept)[:-1]])
+    positions = np.repeat(starts - new_starts, kept) + np.arange(int(kept.sum()), dtype=np.int64)
+    tokens = np.asarray(corpus.tokens[positions], dtype=np.uint32)
+    high = np.flatnonzero(tokens > 0xFFFF).astype(np.uint32)
+    (staging / "corpus").mkdir(parents=True)
+    np.save(staging / "corpus" / "tokens_low16.npy", (tokens & 0xFFFF).astype(np.uint16))
+    np.save(staging / "corpus" / "high_positions.npy", high)
+    np.save(staging / "corpus" / "high_values.npy", (tokens[high] >> 16).astype(np.uint16))
+    np.save(staging / "corpus" / "lengths.npy", kept.astype(np.uint8 if max_len < 256 else np.uint16))
+    meta = {**corpus.meta, "gpu_bundle": {"max_len": max_len, "tokens_before": int(lengths.sum()),
+                                          "tokens_after": int(kept.sum())}}
+    (staging / "corpus" / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+    for name in ("doc_index.npy", "vocab.tsv"):
+        shutil.copyfile(corpus_dir / name, staging / "corpus" / name)
+    copied = []
+    for folder in SENTEVAL_FOLDERS if senteval else ():
+        if (senteval / folder).is_dir():
+            shutil.copytree(senteval / folder, staging / "senteval" / folder)
+            copied.append(folder)
+    return {"sentences": int(len(lengths)), "max_len": max_len, "tokens": int(lengths.sum()),
+            "tokens_kept": int(kept.sum()), "sentences_truncated": int((lengths > max_len).sum()),
+            "ids_above_65535": int(len(high)), "senteval_folders": copied}
+
+
+def pack_vectors(vectors: np.ndarray, shipped: np.ndarray, wordvecs_dir: Path, staging: Path) -> None:
+    """Rows ``shipped`` of the word vectors as int8 with one scale per row, under ``staging``."""
+    values = np.asarray(vectors[shipped], dtype=np.float32)
+    scale = np.abs(values).max(axis=1) / 127
+    quantised = np.round(values / np.where(scale > 0, scale, 1)[:, None]).astype(np.int8)
+    staging.mkdir(parents=True)
+    np.save(staging / "rows.npy", shipped.astype(np.uint32))
+    np.save(staging / "int8.npy", quantised)
+    np.save(staging / "scale.npy", scale.astype(np.float32))
+    np.save(staging / "shape.npy", np.array(vectors.shape, dtype=np.int64))
+    # the vectors' vocab.tsv is the corpus's (aligned_word_vectors checked it), so decode_data copies that one
+    shutil.copyfile(wordvecs_dir / "meta.json", staging / "meta.json")
+
+
+def vectors_archive(corpus_dir: Path, wordvecs_dir: Path, senteval: Path | None, archive: Path, *, rows: int | None,
+                    room: int, preset: int, scratch: Path) -> dict:
+    """``archive`` with the vectors of every evaluation word and of the ``rows`` most frequent words; ``rows``
+    None: as many as fit in ``room`` bytes (ids are by frequency, so the first K ids are the K most frequent)."""
+    from skipview.models.corpus import PreparedCorpus
+    from skipview.platform.training.objectives import aligned_word_vectors
+
+    corpus = PreparedCorpus(corpus_dir)
+    vectors = aligned_word_vectors(wordvecs_dir, corpus.vocab)
+    eval_ids = evaluation_words(senteval, corpus.tokenizer, corpus.vocab) if senteval else np.array([], np.int64)
+
+    def write(most_frequent: int) -> int:
+        shutil.rmtree(scratch, ignore_errors=True)
+        pack_vectors(vectors, np.union1d(np.arange(most_frequent), eval_ids), wordvecs_dir, scratch)
+        write_xz(scratch, archive, preset)
+        return archive.stat().st_size
+
+    if rows is None:
+        probe = min(10_000, len(vectors))                 # bytes per extra row, measured on the next 10,000
+        base, more = write(0), write(probe)
+        per_row = max((more - base) / max(len(np.setdiff1d(np.arange(probe), eval_ids)), 1), 1.0)
+        rows = min(int(probe + (room - more) / per_row * 0.98), len(vectors))
+        while rows > 0 and write(rows) > room:
+            rows = int(rows * 0.97)
+        if rows <= 0:
+            raise SystemExit(f"error: {archive}: not even the evaluation words' vectors fit in the "
+                             f"{room / 2**20:.1f} MiB left: lower --max-len or carry less")
+    else:
+        write(rows)
+    shipped = np.union1d(np.arange(min(rows, len(vectors))), eval_ids)
+    counts = np.bincount(np.asarray(corpus.tokens, dtype=np.int64), minlength=len(vectors))
+    zeroed = np.setdiff1d(np.flatnonzero(np.abs(vectors).max(axis=1) > 0), shipped)
+    return {"vocab": int(len(vectors)), "vector_rows_shipped": int(len(shipped)), "most_frequent_rows": int(rows),
+            "evaluation_words": int(len(eval_ids)), "rows_zeroed": int(len(zeroed)),
+            "corpus_tokens_with_zeroed_vector": round(float(counts[zeroed].sum() / max(counts.sum(), 1)), 5),
+            "vector_quantisation": "int8, one float32 scale per row (max |v| / 127)"}
+
+
+def unpack(bundle: Path, work: Path) -> dict:
+    """On the GPU machine: the packages under WORK/site, the corpus, vectors and SentEval data under WORK/data;
+    returns the seconds each part took."""
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    want, have = manifest["python"], f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if want != have:
+        raise SystemExit(f"error: {bundle}/manifest.json: the bundle's packages are for Python {want}, this python3 "
+                         f"is {have}: rebuild with scripts/gpu_bundle.py build --python {have}")
+    timings = {}
+    for archive, target in ((manifest["site_archive"], work / "site"), ("data.tar.xz", work / "packed"),
+                            ("vectors.tar.xz", work / "packed" / "wordvecs")):
+        start = time.time()
+        with tarfile.open(bundle / archive, "r:xz") as tar:
+            tar.extractall(target, filter="data")
+        timings[archive] = round(time.time() - start, 1)
+    start = time.time()
+    decode_data(work / "packed", work / "data")
+    shutil.rmtree(work / "packed")
+    timings["decode"] = round(time.time() - start, 1)
+    return timings
+
+
+def decode_data(packed: Path, data: Path) -> None:
+    """``pack_data``'s output back into a prepared corpus, a word-vector folder and SentEval's layout under ``data``."""
+    corpus = data / "prepared"
+    corpus.mkdir(parents=True)
+    tokens = np.load(packed / "corpus" / "tokens_low16.npy").astype(np.uint32)
+    high = np.load(packed / "corpus" / "high_positions.npy")
+    tokens[high] |= np.load(packed / "corpus" / "high_values.npy").astype(np.uint32) << 16
+    tokens.tofile(corpus / "tokens.bin")
+    lengths = np.load(packed / "corpus" / "lengths.npy").astype(np.int64)
+    np.save(corpus / "offsets.npy", np.concatenate([[0], np.cumsum(lengths)]))
+    for name in ("doc_index.npy", "vocab.tsv", "meta.json"):
+        shutil.copyfile(packed / "corpus" / name, corpus / name)
+    vectors_dir = data / "wordvecs"
+    vectors_dir.mkdir()
+    vectors = np.zeros(tuple(np.load(packed / "wordvecs" / "shape.npy")), dtype=np.float32)
+    rows = np.load(packed / "wordvecs" / "rows.npy")
+    vectors[rows] = np.load(packed / "wordvecs" / "int8.npy") * np.load(packed / "wordvecs" / "scale.npy")[:, None]
+    np.save(vectors_dir / "vectors.npy", vectors)
+    shutil.copyfile(corpus / "vocab.tsv", vectors_dir / "vocab.tsv")
+    shutil.copyfile(packed / "wordvecs" / "meta.json", vectors_dir / "meta.json")
+    downstream = data / "senteval" / "downstream"
+    if (packed / "senteval").is_dir():
+        shutil.copytree(packed / "senteval", downstream)
+    else:
+        downstream.mkdir(parents=True)
+
+
+# ------------------------------------------------------------------------------------------------ build
+
+
+def travelling_tree_bytes(repository: Path) -> int:
+    """What the device tool sends of the checkout: tracked and untracked-but-not-ignored files."""
+    listing = subprocess.run(["git", "-C", str(repository), "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, check=True).stdout.split(b"\0")
+    return sum((repository / name.decode()).stat().st_size for name in listing
+               if name and (repository / name.decode()).is_file())
+
+
+def write_xz(source: Path, archive: Path, preset: int) -> None:
+    """A tar of ``source``'s contents, xz-compressed (Python's lzma: the GPU machine needs no xz binary)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(source.rglob("*")):
+            tar.add(path, arcname=str(path.relative_to(source)), recursive=False)
+    archive.write_bytes(lzma.compress(buffer.getvalue(), preset=preset))
+
+
+def build(args: argparse.Namespace) -> dict:
+    out = args.out.resolve()
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="gpu_bundle-") as scratch:
+        scratch = Path(scratch)
+        partial = scratch / "bundle"
+        partial.mkdir()
+        timings = {}
+        start = time.time()
+        packages = carried(closure(args.python, scratch))
+        install_site(args.python, packages, scratch / "site")
+        site_archive = f"site-cp{args.python.replace('.', '')}.tar.xz"
+        write_xz(scratch / "site", partial / site_archive, args.preset)
+        timings["packages"] = round(time.time() - start, 1)
+        start = time.time()
+        data = pack_data(args.corpus, args.senteval, scratch / "data", max_len=args.max_len)
+        write_xz(scratch / "data", partial / "data.tar.xz", args.preset)
+        timings["data"] = round(time.time() - start, 1)
+        start = time.time()
+        tree = travelling_tree_bytes(REPOSITORY)
+        room = DEVICE_LIMIT_BYTES - tree - sum(p.stat().st_size for p in partial.iterdir()) - \
+            int(args.margin_mib * 2 ** 20)
+        data.update(vectors_archive(args.corpus, args.wordvecs, args.senteval, partial / "vectors.tar.xz",
+                                    rows=args.rows, room=room, preset=args.preset, scratch=scratch / "vectors"))
+        timings["vectors"] = round(time.time() - start, 1)
+        sizes = {p.name: p.stat().st_size for p in sorted(partial.iterdir())}
+        manifest = {
+            "python": args.python, "site_archive": site_archive, "packages": packages,
+            "left_out": sorted(LEAVE_OUT), "ray_removed": list(RAY_UNUSED), "stripped": ["*.so", *RAY_EXECUTABLES],
+            "data": data, "sources": {"corpus": str(args.corpus), "wordvecs": str(args.wordvecs),
+                                      "senteval": str(args.senteval) if args.senteval else None},
+            "xz_preset": args.preset, "bytes": sizes, "bundle_bytes": sum(sizes.values()),
+            "checkout_bytes": tree, "device_limit_bytes": DEVICE_LIMIT_BYTES,
+            "build_s": {**timings, "total": round(time.time() - started, 1)},
+        }
+        (partial / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.move(partial, out)     # the bundle appears whole or not at all
+    total = manifest["bundle_bytes"] + tree
+    if total > DEVICE_LIMIT_BYTES and not args.no_limit:
+        raise SystemExit(f"error: {out}: the bundle ({manifest['bundle_bytes'] / 2**20:.1f} MiB) and the checkout "
+                         f"({tree / 2**20:.1f} MiB) make {total / 2**20:.1f} MiB, over the device tool's 64 MiB per "
+                         f"call: lower --rows or --max-len, or raise --margin-mib")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    make = commands.add_parser("build", help="build the bundle here")
+    make.add_argument("--corpus", type=Path, required=True, help="prepared corpus directory")
+    make.add_argument("--wordvecs", type=Path, required=True, help="word-vector directory aligned with the corpus")
+    make.add_argument("--senteval", type=Path, help="SentEval data/downstream (its STS and SICK folders travel)")
+    make.add_argument("--python", default="3.12", help="the GPU machine's Python, major.minor (KINDS.md: 3.12.3)")
+    make.add_argument("--out", type=Path, default=REPOSITORY / ".gpu_bundle")
+    make.add_argument("--max-len", type=int, default=30, help="tokens kept per sentence (training's max_len)")
+    make.add_argument("--rows", type=int, default=None, help="word vectors shipped: the most frequent words (plus "
+                                                              "every evaluation word); default: as many as fit")
+    make.add_argument("--margin-mib", type=float, default=1.5, help="left free under 64 MiB for the checkout to grow")
+    make.add_argument("--preset", type=int, default=9, help="xz preset (0 fast .. 9 small)")
+    make.add_argument("--no-limit", action="store_true", help="do not fail over the device tool's 64 MiB")
+    take = commands.add_parser("unpack", help="on the GPU machine: packages and data into a work folder")
+    take.add_argument("--bundle", type=Path, required=True)
+    take.add_argument("--to", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        for given in (args.corpus, args.wordvecs, args.senteval):
+            if given is not None and not given.is_dir():
+                raise SystemExit(f"error: {given}: no such directory")
+        manifest = build(args)
+        print(json.dumps({k: manifest[k] for k in ("bytes", "bundle_bytes", "checkout_bytes", "build_s", "data")},
+                         indent=2))
+    else:
+        print(json.dumps(unpack(args.bundle, args.to)))
+
+
+if __name__ == "__main__":
+    main()

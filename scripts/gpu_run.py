@@ -1,0 +1,309 @@
+"""skipview's platform on a lent GPU in one command (issue 40; the plan and its figures: reports/benchmarks/gpu_platform.md).
+
+    scripts/gpu_run.sh [--bundle .gpu_bundle] [--out $OUT]        # what the device tool runs
+
+Phases, each under its own time guard so that a phase cut short still leaves what came before (``PLAN``):
+
+1. unpack: the bundle's packages and data (``gpu_bundle.unpack``), then a preflight that imports what training
+   needs and names the one that fails;
+2. profile: ``skipview train`` itself (Ray Train, the loop, checkpoints with STS14, MLflow to a SQLite file) for the
+   novels-with-news profile (the disc (f, g) search's best settings, h 256, N 512) at ``--gpus-per-worker 1``,
+   ``--profile-steps`` steps; ``benchmarks/run_phases.py`` then splits its wall time into start-up, steps,
+   evaluations, checkpoints and the final model, with the steps' sentences/s;
+3. compare: ``skipview ablation`` of the multi-view (f, g) model and f trained alone (cells disc-fg, disc-f) at
+   h 1024, the paper's size, with the profile's settings otherwise; as many steps as the guard leaves, sized from
+   the profile's measured rate and overhead, three epochs at most; every view evaluated on STS12-14, STS-B and
+   SICK-R beside the CPU table (reports/table6_trained/, h 256);
+4. collect: ``summary.json`` (phase times, the profile's breakdown, the scores beside the CPU table's) and
+   ``results.tar.gz`` (MLflow's SQLite store and artifacts, the comparison's report; no weights) into OUT, rewritten after every phase.
+
+The device tool returns at most 8 files from OUT, none deeper than two folders: OUT holds summary.json,
+results.tar.gz and one log per phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import gpu_bundle
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+# Seconds per phase, 570 in all: one device-tool command may run 600 s, and the session's 15 device minutes also pay
+# the machine's start and the transfers (~2-3 min), so this one command is the whole run. A phase's guard is its
+# share or what is left of the 570 s after the phases before it, whichever is less. The profile's 2,306 steps are
+# one epoch (1.18M sentences / 512), ~35 s at the bare step's 34,600-44,200 sentences/s (gpu.md, H100, fp32, N 512),
+# plus Ray's start, five STS14 evaluations and the final model; the comparison's two models at h 1024 get the rest.
+PLAN = {"unpack": 90, "profile": 150, "compare": 310, "collect": 20}
+PROFILE_CONFIG = "reports/tune_sif_claim/best_config.yaml"
+CPU_TABLE = "reports/table6_trained/ablation_summary.json"
+COMPARE_CELLS = ("disc-fg", "disc-f")
+TASKS = "sts12,sts13,sts14,stsb_unsup,sickr_unsup"
+# when the profile leaves no measurement: the bare step's rate (gpu.md, fp32, N 512) and a minute per model
+FALLBACK_RATE, FALLBACK_OVERHEAD_S = 34_638, 60.0
+EXCLUDED_FROM_RESULTS = (".safetensors", ".npy", ".pt", ".bin", ".pkl")   # weights and vectors: too large to return
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.out, self.work = args.out.resolve(), args.work.resolve()
+        self.data = self.work / "data"
+        self.summary: dict = {"plan_s": PLAN, "settings": {k: str(v) for k, v in vars(args).items()}, "phases": {}}
+        self.env = dict(os.environ)
+
+    # ------------------------------------------------------------------ phases
+
+    def unpack(self) -> None:
+        self.summary["unpack"] = gpu_bundle.unpack(self.args.bundle, self.work)
+        self.summary["bundle"] = json.loads((self.args.bundle / "manifest.json").read_text())["data"]
+        source = skipview_source(self.work)
+        self.env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(self.work / "site"), source,
+                                                               os.environ.get("PYTHONPATH")])),
+                        MLFLOW_TRACKING_URI=f"sqlite:///{self.work / 'mlflow.db'}", PYTHONUNBUFFERED="1")
+        self.summary["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker), timeout=120))
+
+    def profile(self) -> None:
+        command = [*self.skipview("train"), "--objective", "disc", "--config", PROFILE_CONFIG,
+                   "--set", f"max_steps={self.args.profile_steps}", "--set", "epochs=null",
+                   "--set", f"checkpoint_every={max(self.args.profile_steps // 4, 1)}",
+                   *self.common_settings(), *sets(self.args.profile_set),
+                   "--storage", str(self.work / "runs"), "--name", "gpu-profile", "--experiment", "gpu-profile",
+                   "--metrics", str(self.work / "profile_metrics.json")]
+        start = time.time()
+        code = self.run_logged("profile", command)
+        end = time.time()
+        if code:
+            raise PhaseFailed(f"skipview train exited {code}")
+        breakdown = self.python_file(REPOSITORY / "benchmarks" / "run_phases.py", [
+            "--tracking-uri", self.env["MLFLOW_TRACKING_URI"], "--run-name", "gpu-profile",
+            "--log", str(self.out / "profile.log"), "--start", str(start), "--end", str(end),
+            "--label", "gpu_run profile"])
+        self.summary["profile"] = json.loads(breakdown)
+        phases_s = self.summary["profile"]["phases_s"]
+        self.summary["profile"]["share_outside_steps"] = round(1 - phases_s["steps"] / self.summary["profile"]["wall_s"], 3)
+
+    def compare(self) -> None:
+        steps, epochs = self.compare_budget()
+        budget = ["--set", "max_steps=null", "--set", f"epochs={epochs}"] if epochs else \
+            ["--set", f"max_steps={steps}", "--set", "epochs=null"]
+        command = [*self.skipview("ablation"), "--matrix", "platform/tuning/ablation.yaml",
+                   "--cells", ",".join(COMPARE_CELLS), "--seeds", "1", "--config", PROFILE_CONFIG,
+                   "--set", f"objective_settings.hidden_size={self.args.hidden}", *budget,
+                   "--set", f"checkpoint_every={max(steps // 3, 1)}", *self.common_settings(),
+                   *sets(self.args.compare_set), "--tasks", TASKS, "--protocol", "fast", "--component-fit", "subset",
+                   "--storage", str(self.work / "runs"), "--name", "gpu-compare", "--experiment", "gpu-compare",
+                   "--report-dir", str(self.work / "report_compare")]
+        code = self.run_logged("compare", command)
+        report = self.work / "report_compare" / "ablation_summary.json"
+        if report.exists():
+            self.summary["compare"]["scores"] = beside_cpu_table(json.loads(report.read_text()))
+        if code:
+            raise PhaseFailed(f"skipview ablation exited {code}")
+
+    def compare_budget(self) -> tuple[int, int | None]:
+        """Steps per model that fit the compare phase, from the profile's measured rate and its time outside
+        steps (start-up, evaluations, final model; at h 1024 the host still sets the pace, gpu.md); and the epochs
+        when all ``--epochs`` fit."""
+        measured = self.summary.get("profile", {})
+        rate = measured.get("sentences_per_s_of_steps") or FALLBACK_RATE
+        overhead = measured.get("wall_s", 0) - measured.get("phases_s", {}).get("steps", 0) or FALLBACK_OVERHEAD_S
+        batch = self.args.batch_size
+        per_model_s = (self.guard("compare") - 30) / len(COMPARE_CELLS) - overhead   # 30 s: the study's report
+        fit = max(int(rate * per_model_s * 0.9 / batch), 1)           # 10 % margin: a model's rate varies
+        sentences = int(json.loads((self.data / "prepared" / "meta.json").read_text())["sentences"])
+        full = self.args.epochs * (sentences // batch)
+        steps = min(fit, full)
+        self.summary["compare"] = {"rate_assumed": rate, "overhead_assumed_s": round(overhead, 1),
+                                   "steps_per_model": steps, "epochs_fit": round(steps / max(full / self.args.epochs, 1), 2)}
+        return steps, self.args.epochs if fit >= full else None
+
+    # ------------------------------------------------------------------ helpers
+
+    def common_settings(self) -> list[str]:
+        return ["--corpus", str(self.data / "prepared"), "--wordvecs", str(self.data / "wordvecs"),
+                "--senteval-dir", str(self.data / "senteval" / "downstream"),
+                "--set", f"precision={self.args.precision}", "--set", f"batch_size={self.args.batch_size}",
+                "--set", "postprocessing_sentences=5000",
+                "--gpus-per-worker", str(self.args.gpus_per_worker), "--cpus-per-worker",
+                str(self.args.cpus_per_worker)]
+
+    def skipview(self, command: str) -> list[str]:
+        return [sys.executable, "-m", "skipview.platform.cli", command]
+
+    def run_logged(self, phase: str, command: list[str]) -> int:
+        """Run a phase's command under its guard, its output into OUT/<phase>.log; the whole process group is
+        interrupted at the guard (Ray's driver shuts its local cluster down), then killed 20 s later."""
+        self.summary["phases"].setdefault(phase, {})["command"] = " ".join(command)
+        with open(self.out / f"{phase}.log", "w") as log:
+            process = subprocess.Popen(command, cwd=REPOSITORY, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                return process.wait(timeout=self.guard(phase))
+            except subprocess.TimeoutExpired:
+                for stop, grace in ((signal.SIGINT, 20), (signal.SIGKILL, None)):
+                    os.killpg(process.pid, stop)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=grace)
+                        break
+                raise PhaseFailed(f"cut at its guard of {self.guard(phase):.0f} s")
+
+    def guard(self, phase: str) -> float:
+        scale = self.args.plan_scale
+        left = sum(PLAN.values()) * scale - (time.time() - self.started) - PLAN["collect"] * scale
+        return max(min(PLAN[phase] * scale, left), 1.0)
+
+    def python(self, code: str, *arguments: str, timeout: float) -> str:
+        result = subprocess.run([sys.executable, "-c", code, *arguments], cwd=REPOSITORY, env=self.env,
+                                capture_output=True, text=True, timeout=timeout)
+        if result.returncode:
+            raise PhaseFailed((result.stderr.strip().splitlines() or ["(no output)"])[-1])
+        return result.stdout
+
+    def python_file(self, path: Path, arguments: list[str]) -> str:
+        return self.python(f"import runpy, sys; sys.argv = {[str(path), *arguments]!r}; "
+                           f"runpy.run_path({str(path)!r}, run_name='__main__')", timeout=120)
+
+    def collect(self) -> None:
+        """summary.json and results.tar.gz into OUT (rewritten after every phase: a cut run keeps what it has)."""
+        (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        with tempfile.NamedTemporaryFile(dir=self.out, suffix=".partial", delete=False) as partial:
+            with tarfile.open(fileobj=partial, mode="w:gz") as tar:
+                for name in ("mlflow.db", "mlartifacts", "report_compare", "profile_metrics.json", "summary.json"):
+                    path = self.out / name if name == "summary.json" else self.work / name
+                    if path.exists():
+                        tar.add(path, arcname=name, filter=small_files)
+        os.replace(partial.name, self.out / "results.tar.gz")
+
+    def run(self) -> int:
+        self.started = time.time()
+        self.out.mkdir(parents=True, exist_ok=True)
+        failed = False
+        for phase in ("unpack", "profile", "compare"):
+            start = time.time()
+            try:
+                getattr(self, phase)()
+                status = "ok"
+            except PhaseFailed as error:
+                status, failed = f"failed: {error}", True
+                if phase == "unpack":        # nothing can run without the packages and data
+                    self.record(phase, start, status)
+                    self.collect()
+                    print(f"error: gpu_run {phase}: {error}", file=sys.stderr)
+                    return 1
+            self.record(phase, start, status)
+            self.collect()
+        print(json.dumps(self.headline()))
+        return 1 if failed else 0
+
+    def headline(self) -> dict:
+        """The figures that matter, for the device tool's output tail (which returns even if OUT does not)."""
+        profile = self.summary.get("profile", {})
+        scores = self.summary.get("compare", {}).get("scores", {})
+        return {"phases": {p: v["status"] for p, v in self.summary["phases"].items()},
+                "device": self.summary.get("preflight", {}).get("device"),
+                "profile": {k: profile.get(k) for k in ("wall_s", "sentences_per_s_of_steps", "share_outside_steps")},
+                "compare_steps_per_model": self.summary.get("compare", {}).get("steps_per_model"),
+                "sts_avg": {row: tasks.get("sts_avg") for row, tasks in scores.items()}}
+
+    def record(self, phase: str, start: float, status: str) -> None:
+        self.summary["phases"].setdefault(phase, {}).update(seconds=round(time.time() - start, 1), status=status)
+        print(f"gpu_run: {phase} {status} after {time.time() - start:.0f} s", flush=True)
+
+
+class PhaseFailed(Exception):
+    pass
+
+
+def small_files(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if member.isfile() and member.name.endswith(EXCLUDED_FROM_RESULTS) else member
+
+
+def sets(words: str) -> list[str]:
+    return [part for word in words.split() for part in ("--set", word)]
+
+
+def skipview_source(work: Path) -> str:
+    """The checkout's source folders as the package ``skipview`` (mapped as setup.py maps them), so the code that
+    runs is the checkout's own without installing it."""
+    package = work / "source" / "skipview"
+    package.mkdir(parents=True, exist_ok=True)
+    for folder in ("models", "platform"):
+        if not (package / folder).exists():
+            (package / folder).symlink_to(REPOSITORY / folder)
+    return str(package.parent)
+
+
+def beside_cpu_table(report: dict) -> dict:
+    """Each view's scores of the compared cells beside the same cell and view of the CPU table (h 256)."""
+    cpu = json.loads((REPOSITORY / CPU_TABLE).read_text())["cells"]
+    out = {}
+    for cell, views in report["cells"].items():
+        for view in ("f", "g", "ensemble"):
+            if view not in views:
+                continue
+            out[f"{cell}/{view}"] = {
+                task: {"gpu": round(score["mean"], 2) if score.get("mean") is not None else None,
+                       "cpu_h256": round(cpu[cell][view][task]["mean"], 2)
+                       if cell in cpu and view in cpu[cell] and cpu[cell][view].get(task, {}).get("mean") is not None
+                       else None}
+                for task, score in views[view].items() if task in (*TASKS.split(","), "sts_avg")}
+    return out
+
+
+# imports what the phases need, in their order, and names the first that fails; checks the GPU when one is asked for
+PREFLIGHT = """
+import importlib, json, sys
+versions = {}
+for module in ("torch", "numpy", "pydantic", "typer", "mlflow", "ray", "ray.train.torch", "ray.dashboard.optional_deps",
+               "skipview.platform.cli", "skipview.platform.training.driver", "skipview.platform.tuning.ablation"):
+    try:
+        imported = importlib.import_module(module)
+    except Exception as error:
+        sys.exit(f"{module}: {type(error).__name__}: {error}")
+    versions[module] = getattr(imported, "__version__", "")
+import torch
+if float(sys.argv[1]) > 0 and not torch.cuda.is_available():
+    sys.exit("--gpus-per-worker > 0 but torch sees no CUDA device")
+versions["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+versions["python"] = sys.version.split()[0]
+versions["ray_from"] = importlib.import_module("ray").__file__
+print(json.dumps(versions))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_run_out")))
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skipview_gpu")
+    parser.add_argument("--gpus-per-worker", type=float, default=1)
+    parser.add_argument("--cpus-per-worker", type=float, default=8, help="also the worker's torch threads")
+    parser.add_argument("--precision", default="fp32", help="fp32: faster than bf16 at N 512 on the H100 (gpu.md)")
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--hidden", type=int, default=1024, help="h of the compared models (the paper's)")
+    parser.add_argument("--profile-steps", type=int, default=2306, help="one epoch of the corpus at N 512")
+    parser.add_argument("--epochs", type=int, default=3, help="the most epochs the compared models train")
+    parser.add_argument("--plan-scale", type=float, default=1.0, help="multiplies every phase's guard (a slow CPU)")
+    parser.add_argument("--profile-set", default="", help="extra settings for the profile, 'key=value ...'")
+    parser.add_argument("--compare-set", default="", help="extra settings for the compared models")
+    args = parser.parse_args(argv)
+    if not (args.bundle / "manifest.json").is_file():
+        raise SystemExit(f"error: {args.bundle}/manifest.json: no bundle there (make one with scripts/gpu_bundle.py "
+                         "build, reports/benchmarks/gpu_platform.md)")
+    if args.work.exists():
+        raise SystemExit(f"error: {args.work}: exists; the runner unpacks into a fresh folder (remove it)")
+    return Runner(args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
