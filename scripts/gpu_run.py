@@ -70,7 +70,8 @@ class Runner:
         self.env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(self.work / "site"), source,
                                                                os.environ.get("PYTHONPATH")])),
                         MLFLOW_TRACKING_URI=f"sqlite:///{self.work / 'mlflow.db'}", PYTHONUNBUFFERED="1")
-        self.summary["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker), timeout=120))
+        self.summary["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker),
+                                                           timeout=120 * self.args.plan_scale))
 
     def profile(self) -> None:
         command = [*self.skipview("train"), "--objective", "disc", "--config", PROFILE_CONFIG,
@@ -163,8 +164,11 @@ class Runner:
         return max(min(PLAN[phase] * scale, left), 1.0)
 
     def python(self, code: str, *arguments: str, timeout: float) -> str:
-        result = subprocess.run([sys.executable, "-c", code, *arguments], cwd=REPOSITORY, env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        try:
+            result = subprocess.run([sys.executable, "-c", code, *arguments], cwd=REPOSITORY, env=self.env,
+                                    capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise PhaseFailed(f"{code.split(';')[0].strip()[:60]}... took over {timeout:.0f} s") from None
         if result.returncode:
             raise PhaseFailed((result.stderr.strip().splitlines() or ["(no output)"])[-1])
         return result.stdout
@@ -193,12 +197,12 @@ class Runner:
             try:
                 getattr(self, phase)()
                 status = "ok"
-            except PhaseFailed as error:
-                status, failed = f"failed: {error}", True
+            except Exception as error:     # a phase's failure, whatever it is, keeps what the phases before left
+                status, failed = f"failed: {type(error).__name__}: {error}", True
                 if phase == "unpack":        # nothing can run without the packages and data
                     self.record(phase, start, status)
                     self.collect()
-                    print(f"error: gpu_run {phase}: {error}", file=sys.stderr)
+                    print(f"error: gpu_run {phase}: {one_line(str(error))}", file=sys.stderr)
                     return 1
             self.record(phase, start, status)
             self.collect()
@@ -222,6 +226,10 @@ class Runner:
 
 class PhaseFailed(Exception):
     pass
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def small_files(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
