@@ -158,15 +158,18 @@ def evaluation_words(senteval: Path, tokenizer, vocab) -> np.ndarray:
     return np.array(sorted(ids), dtype=np.int64)
 
 
-def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len: int) -> dict:
-    """Write the corpus (sentences cut at ``max_len``) and the SentEval folders in their packed form under
-    ``staging``; return what changed."""
+def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len: int, share: float = 1.0) -> dict:
+    """Write the corpus (its first documents up to ``share`` of its sentences, each sentence cut at ``max_len``)
+    and the SentEval folders in their packed form under ``staging``; return what changed."""
     from skipview.models.corpus import PreparedCorpus
 
     corpus = PreparedCorpus(corpus_dir)
-    lengths = np.diff(np.asarray(corpus.offsets, dtype=np.int64))
+    documents = int(np.searchsorted(corpus.doc_index, share * corpus.num_sentences, side="left")) \
+        if share < 1 else corpus.num_documents
+    sentences = int(corpus.doc_index[documents]) if documents < corpus.num_documents else corpus.num_sentences
+    lengths = np.diff(np.asarray(corpus.offsets[:sentences + 1], dtype=np.int64))
     kept = np.minimum(lengths, max_len)
-    starts = np.asarray(corpus.offsets[:-1], dtype=np.int64)
+    starts = np.asarray(corpus.offsets[:sentences], dtype=np.int64)
     new_starts = np.concatenate([[0], np.cumsum(kept)[:-1]])
     positions = np.repeat(starts - new_starts, kept) + np.arange(int(kept.sum()), dtype=np.int64)
     tokens = np.asarray(corpus.tokens[positions], dtype=np.uint32)
@@ -176,17 +179,19 @@ def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len
     np.save(staging / "corpus" / "high_positions.npy", high)
     np.save(staging / "corpus" / "high_values.npy", (tokens[high] >> 16).astype(np.uint16))
     np.save(staging / "corpus" / "lengths.npy", kept.astype(np.uint8 if max_len < 256 else np.uint16))
-    meta = {**corpus.meta, "gpu_bundle": {"max_len": max_len, "tokens_before": int(lengths.sum()),
-                                          "tokens_after": int(kept.sum())}}
+    meta = {**corpus.meta, "sentences": sentences, "documents": documents,
+            "gpu_bundle": {"max_len": max_len, "share": share, "sentences_before": corpus.num_sentences,
+                           "tokens_after": int(kept.sum())}}
     (staging / "corpus" / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    for name in ("doc_index.npy", "vocab.tsv"):
-        shutil.copyfile(corpus_dir / name, staging / "corpus" / name)
+    np.save(staging / "corpus" / "doc_index.npy", np.asarray(corpus.doc_index[:documents], dtype=np.int64))
+    shutil.copyfile(corpus_dir / "vocab.tsv", staging / "corpus" / "vocab.tsv")
     copied = []
     for folder in SENTEVAL_FOLDERS if senteval else ():
         if (senteval / folder).is_dir():
             shutil.copytree(senteval / folder, staging / "senteval" / folder)
             copied.append(folder)
-    return {"sentences": int(len(lengths)), "max_len": max_len, "tokens": int(lengths.sum()),
+    return {"sentences": int(len(lengths)), "of_sentences": corpus.num_sentences, "documents": documents,
+            "max_len": max_len, "tokens": int(lengths.sum()),
             "tokens_kept": int(kept.sum()), "sentences_truncated": int((lengths > max_len).sum()),
             "ids_above_65535": int(len(high)), "senteval_folders": copied}
 
@@ -334,7 +339,7 @@ def build(args: argparse.Namespace) -> dict:
         write_xz(scratch / "site", partial / site_archive, args.preset)
         timings["packages"] = round(time.time() - start, 1)
         start = time.time()
-        data = pack_data(args.corpus, args.senteval, scratch / "data", max_len=args.max_len)
+        data = pack_data(args.corpus, args.senteval, scratch / "data", max_len=args.max_len, share=args.share)
         write_xz(scratch / "data", partial / "data.tar.xz", args.preset)
         timings["data"] = round(time.time() - start, 1)
         start = time.time()
@@ -378,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     make.add_argument("--max-len", type=int, default=30, help="tokens kept per sentence (training's max_len)")
     make.add_argument("--rows", type=int, default=None, help="word vectors shipped: the most frequent words (plus "
                                                               "every evaluation word); default: as many as fit")
+    make.add_argument("--share", type=float, default=1.0, help="the corpus's first documents up to this share of "
+                                                                 "its sentences (the whole does not fit: gpu_platform.md)")
     make.add_argument("--margin-mib", type=float, default=1.5, help="left free under 64 MiB for the checkout to grow")
     make.add_argument("--preset", type=int, default=9, help="xz preset (0 fast .. 9 small)")
     make.add_argument("--no-limit", action="store_true", help="do not fail over the device tool's 64 MiB")

@@ -175,7 +175,7 @@ class Runner:
 
     def python_file(self, path: Path, arguments: list[str]) -> str:
         return self.python(f"import runpy, sys; sys.argv = {[str(path), *arguments]!r}; "
-                           f"runpy.run_path({str(path)!r}, run_name='__main__')", timeout=120)
+                           f"runpy.run_path({str(path)!r}, run_name='__main__')", timeout=120 * self.args.plan_scale)
 
     def collect(self) -> None:
         """summary.json and results.tar.gz into OUT (rewritten after every phase: a cut run keeps what it has)."""

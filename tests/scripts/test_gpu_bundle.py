@@ -56,6 +56,14 @@ def test_data_round_trip_keeps_every_token_training_reads(tmp_path):
     for i in range(corpus.num_sentences):
         assert np.array_equal(after.sentence(i), corpus.sentence(i)[:30])
     assert changes["ids_above_65535"] > 0 and changes["sentences_truncated"] > 0
+
+    half = gpu_bundle.pack_data(corpus.path, None, tmp_path / "half", max_len=30, share=0.5)
+    gpu_bundle.pack_vectors(vectors, np.arange(100), wordvecs, tmp_path / "half" / "wordvecs")
+    gpu_bundle.decode_data(tmp_path / "half", tmp_path / "half_data")
+    first_half = PreparedCorpus(tmp_path / "half_data" / "prepared")
+    assert half["documents"] == 2 and first_half.num_sentences == 60 == first_half.meta["sentences"]
+    assert np.array_equal(first_half.doc_index, [0, 30])
+    assert all(np.array_equal(first_half.sentence(i), corpus.sentence(i)[:30]) for i in range(60))
     decoded = np.load(tmp_path / "data" / "wordvecs" / "vectors.npy")
     assert np.abs(decoded[:100] - vectors[:100]).max() <= np.abs(vectors[:100]).max() / 254 + 1e-6
     assert not decoded[100:].any()
