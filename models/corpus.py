@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skipview.models.arrays import load_npy
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import Vocab
 
@@ -28,8 +29,8 @@ class PreparedCorpus:
                                     "(make one with `skipview data prepare`)")
         self.meta = json.loads((self.path / "meta.json").read_text())
         self.tokens = np.memmap(self.path / "tokens.bin", dtype=np.uint32, mode="r")
-        self.offsets = np.load(self.path / "offsets.npy", mmap_mode="r")
-        self.doc_index = np.load(self.path / "doc_index.npy", mmap_mode="r")
+        self.offsets = load_npy(self.path / "offsets.npy", mmap="r", remake="`skipview data prepare`")
+        self.doc_index = load_npy(self.path / "doc_index.npy", mmap="r", remake="`skipview data prepare`")
         if len(self.offsets) < 1 or int(self.offsets[-1]) != len(self.tokens):
             raise ValueError(f"{self.path}: offsets.npy does not end at the length of tokens.bin (corrupt corpus)")
 

@@ -32,6 +32,7 @@ from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
 from skipview.models.pca import power_iteration, remove_component
 from skipview.models.registry import ObjectiveConfig, register_objective
 from skipview.models.views import build_multiview_encoder, frozen_word_vectors
+from skipview.models.word_weights import usif_weights
 
 # Table 6 variants: view names of each configuration and the encoder type behind each name
 VIEW_LAYOUTS: dict[str, dict[str, Literal["f", "g"]]] = {
@@ -53,6 +54,8 @@ class DiscriminativeConfig(ObjectiveConfig):
     learn_temperature: bool = True
     self_pairs: bool = Field(True, description="eq. 3 as printed: j = i is a positive and n = i is in the "
                                               "denominator; false: the strict reading, 0 < |i-j| <= c and n != i")
+    g_word_weights: Literal["none", "usif"] = Field("none", description="not the paper's: usif makes g average "
+                                                    "unit word vectors weighted by uSIF's a/(a/2+p(w)) (views.LinearView)")
 
 
 def positive_mask(doc_ids: torch.Tensor, window: int, self_pairs: bool = True) -> torch.Tensor:
@@ -114,8 +117,13 @@ class DiscriminativeObjective(Objective):
         self.register_buffer("word_vectors", frozen_word_vectors(word_vectors, len(vocab)), persistent=False)
         dim = self.word_vectors.shape[1]
         self.encoders = torch.nn.ModuleDict({
-            name: build_multiview_encoder(kind, dim, config.hidden_size)
+            name: build_multiview_encoder(kind, dim, config.hidden_size, config.g_word_weights, len(vocab))
             for name, kind in VIEW_LAYOUTS[config.views].items()})
+        if config.g_word_weights == "usif":
+            weights = torch.as_tensor(usif_weights(vocab.counts))
+            for name, kind in VIEW_LAYOUTS[config.views].items():
+                if kind == "g":
+                    self.encoders[name].set_word_scale(weights, self.word_vectors)
         log_tau = torch.tensor(math.log(config.initial_temperature))
         if config.learn_temperature:
             self.log_temperature = torch.nn.Parameter(log_tau)

@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm
 
+from skipview.models.arrays import load_npy
 from skipview.models.batching import Sentences
 from skipview.models.directories import swap_in
 from skipview.models.pca import SecondMoment, remove_component, remove_components, shared_components
@@ -229,7 +230,10 @@ class SentenceEncoder(nn.Module):
         views = {name: build_view(spec["kind"], spec["config"]) for name, spec in config["views"].items()}
         container = nn.ModuleDict(views)
         container.load_state_dict(load_file(directory / WEIGHTS), strict=True)
-        word_vectors = np.load(directory / WORD_VECTORS) if config["word_vectors"] else None
+        # copy-on-write map: the table (1.2 GB at a million words) is read from the page cache and shared by every
+        # process that loads the model, instead of a private copy each (MLflow's log_model loads it on the training
+        # worker that already holds the table); a write, which nothing does, would stay private to this process
+        word_vectors = load_npy(directory / WORD_VECTORS, mmap="c") if config["word_vectors"] else None
         post = PostProcessing.from_state(load_file(directory / POSTPROCESSING))
         model = cls(views, Vocab.load(directory / VOCAB), Tokenizer.from_dict(config["tokenizer"]), word_vectors,
                     max_len=config["max_len"], postprocessing=post, metadata=config.get("metadata"))

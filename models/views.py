@@ -15,9 +15,11 @@ Other encoders (skip-thought's) subclass ``View`` and register themselves with `
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from typing import ClassVar, Literal
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
@@ -28,6 +30,7 @@ from skipview.models.vocab import PAD_ID
 
 Mode = Literal["unsupervised", "supervised"]
 MODES: tuple[Mode, ...] = ("unsupervised", "supervised")
+_ROWS_PER_CHECK = 1 << 16
 
 _VIEW_CLASSES: dict[str, type["View"]] = {}
 
@@ -182,30 +185,51 @@ class BiGRUView(View):
 
 @register_view
 class LinearView(View):
-    """g: mean over time of W x_t, W of shape (output_dim, input_dim) (paper: 2h x word dim), no bias."""
+    """g: mean over time of W x_t, W of shape (output_dim, input_dim) (paper: 2h x word dim), no bias.
+
+    ``word_weights="usif"`` (not the paper's g; issue 38): g averages each word's unit-length vector times its uSIF
+    weight, ``mean_t(W a(w_t) x_t / |x_t|)``, as uSIF (Ethayarajh 2018) averages its words, so the weighting is part
+    of the model that is trained and saved. The per-word factor ``a(w) / |x_w|`` is a fixed buffer, set once from
+    the corpus counts (``set_word_scale``) and saved with the weights."""
 
     kind = "linear"
 
-    def __init__(self, input_dim: int, output_dim: int):
+    def __init__(self, input_dim: int, output_dim: int, word_weights: Literal["none", "usif"] = "none",
+                 vocab_size: int = 0):
         super().__init__()
-        self.input_dim, self.out_dim = input_dim, output_dim
+        self.input_dim, self.out_dim, self.word_weights = input_dim, output_dim, word_weights
         self.linear = nn.Linear(input_dim, output_dim, bias=False)
         he_normal_(self.linear.weight.data)
+        if word_weights != "none":
+            if vocab_size <= 0:
+                raise ValueError(f"a g with word_weights={word_weights!r} needs the vocabulary size")
+            self.register_buffer("word_scale", torch.zeros(vocab_size))
 
     def config(self) -> dict:
-        return {"input_dim": self.input_dim, "output_dim": self.out_dim}
+        config = {"input_dim": self.input_dim, "output_dim": self.out_dim}
+        if self.word_weights != "none":
+            config.update(word_weights=self.word_weights, vocab_size=len(self.word_scale))
+        return config
+
+    def set_word_scale(self, weights: torch.Tensor, word_vectors: torch.Tensor) -> None:
+        """Each word's factor: its weight over its vector's length (0 for a word without a vector)."""
+        norms = word_vectors.norm(dim=1)
+        self.word_scale.copy_(torch.where(norms > 0, weights / norms.clamp_min(1e-12), torch.zeros_like(norms)))
 
     def output_dim(self, mode: Mode) -> int:
         return self.out_dim * (3 if mode == "supervised" else 1)
 
+    def weighted(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
+        return x if self.word_weights == "none" else x * self.word_scale[sentences.ids][..., None].to(x.dtype)
+
     def represent(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
         # W is linear, so mean_t(W x_t) = W mean_t(x_t): one (B, dim) x (dim, 2h) product instead of B*L of them
-        return self.linear(masked_mean(x, sentences.mask(), sentences.lengths))
+        return self.linear(masked_mean(self.weighted(x, sentences), sentences.mask(), sentences.lengths))
 
     def pool(self, x: torch.Tensor, sentences: Sentences, mode: Mode) -> torch.Tensor:
         if mode == "unsupervised":
             return self.represent(x, sentences)
-        projected = self.linear(x)
+        projected = self.linear(self.weighted(x, sentences))
         mask = sentences.mask()
         return torch.cat([masked_max(projected, mask), masked_mean(projected, mask, sentences.lengths),
                           masked_min(projected, mask)], dim=-1)
@@ -214,21 +238,42 @@ class LinearView(View):
         return self.pool(embed(sentences, word_vectors), sentences, mode)
 
 
-def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size: int) -> BiGRUView | LinearView:
-    """The paper's f or g for word vectors of ``word_dim`` and a GRU of ``hidden_size`` per direction."""
-    return BiGRUView(word_dim, hidden_size) if kind == "f" else LinearView(word_dim, 2 * hidden_size)
+def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size: int,
+                            g_word_weights: Literal["none", "usif"] = "none", vocab_size: int = 0
+                            ) -> BiGRUView | LinearView:
+    """The paper's f or g for word vectors of ``word_dim`` and a GRU of ``hidden_size`` per direction; g weighted
+    per word when ``g_word_weights`` says so (``LinearView``)."""
+    if kind == "f":
+        return BiGRUView(word_dim, hidden_size)
+    return LinearView(word_dim, 2 * hidden_size, g_word_weights, vocab_size)
 
 
 def frozen_word_vectors(word_vectors, vocab_size: int) -> torch.Tensor:
-    """Fixed word-vector matrix as a float32 tensor, row <pad> forced to zero so padding contributes nothing."""
+    """Fixed word-vector matrix as a float32 tensor, row <pad> zero so padding contributes nothing.
+
+    A read-only float32 array whose <pad> row is already zero (the memory-mapped ``vectors.npy``, whose specials are
+    zero rows by contract) is used in place: the training workers of a node then share the page cache's one copy of
+    a table that grows with the vocabulary (1.2 GB at a million words) instead of each holding a private one. The
+    table is never written (it takes no gradient and DDP leaves buffers alone, ``platform/training/loop.py``).
+    Anything else is copied."""
     if word_vectors is None:
         raise ValueError("the multi-view objectives need a fixed word-vector matrix (vectors.npy), got None")
-    matrix = torch.as_tensor(word_vectors, dtype=torch.float32).clone()
+    shared = (isinstance(word_vectors, np.ndarray) and not word_vectors.flags.writeable and word_vectors.ndim == 2
+              and word_vectors.dtype == np.float32 and len(word_vectors) > PAD_ID and not word_vectors[PAD_ID].any())
+    if shared:
+        with warnings.catch_warnings():     # torch warns that writing a read-only array is undefined: never done here
+            warnings.simplefilter("ignore", UserWarning)
+            matrix = torch.from_numpy(word_vectors)
+    else:
+        matrix = torch.as_tensor(word_vectors, dtype=torch.float32).clone()
     if matrix.ndim != 2 or matrix.shape[0] != vocab_size:
         raise ValueError(f"word-vector matrix has shape {tuple(matrix.shape)}, expected ({vocab_size}, dim) "
                          "to match the vocabulary")
-    if not torch.isfinite(matrix).all():
-        raise ValueError("word-vector matrix contains NaN or infinite values")
-    matrix[PAD_ID] = 0.0
+    # in row blocks: a whole-table check would allocate a mask as large as the table's rows
+    for start in range(0, vocab_size, _ROWS_PER_CHECK):
+        if not torch.isfinite(matrix[start: start + _ROWS_PER_CHECK]).all():
+            raise ValueError("word-vector matrix contains NaN or infinite values")
+    if not shared:
+        matrix[PAD_ID] = 0.0
     return matrix
 

@@ -24,6 +24,7 @@ import sys
 import typer
 import typer.rich_utils
 
+from skipview.platform import errors
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
@@ -47,19 +48,18 @@ app.command("tune")(tuning_cli.tune)
 app.command("ablation")(tuning_cli.ablation)
 app.add_typer(tuning_cli.study_app, name="study")
 
-_options = {"debug": False}
-# Help is sized to the terminal, 80 columns where there is none (a pipe, a log): at 80 the option names leave 18
-# columns for the help, and rich cuts a longer word ("params.yaml:trai…"). At 100 every option's help fits whole.
+# Help is sized to the terminal, 100 columns where there is none (a pipe, a log). Rich's boxed table needs 100: at 80
+# the option names leave 18 columns for the help, and rich cuts a longer word ("params.yaml:trai…") and even an
+# option's own name ("--wait-for-worke…"). Narrower, help is click's plain list, which wraps and never cuts.
 HELP_MIN_WIDTH = 100
 
 
-def help_width() -> int | None:
-    """The width help is drawn at: an explicit TERMINAL_WIDTH (typer's) or COLUMNS (None: rich reads it) as
-    given, else the terminal's, at least ``HELP_MIN_WIDTH``."""
-    if os.environ.get("TERMINAL_WIDTH", "").isdigit():
-        return int(os.environ["TERMINAL_WIDTH"])
-    if os.environ.get("COLUMNS"):
-        return None
+def help_width() -> int:
+    """The width help is drawn at: an explicit TERMINAL_WIDTH (typer's) or COLUMNS as given, else the terminal's,
+    at least ``HELP_MIN_WIDTH``."""
+    for variable in ("TERMINAL_WIDTH", "COLUMNS"):
+        if os.environ.get(variable, "").isdigit():
+            return int(os.environ[variable])
     return max(shutil.get_terminal_size().columns, HELP_MIN_WIDTH)
 
 
@@ -75,9 +75,10 @@ def run(argv: list[str] | None = None) -> int:
     # --debug anywhere before a "--" (after it, the words belong to the command `submit` ships), not only before
     # the subcommand as click would have it: it is what one appends to a failed command line
     end = argv.index("--") if "--" in argv else len(argv)
-    _options["debug"] = "--debug" in argv[:end]
+    errors.debug = "--debug" in argv[:end]
     argv = [word for i, word in enumerate(argv) if i >= end or word != "--debug"]
-    typer.rich_utils.MAX_WIDTH = help_width()
+    typer.rich_utils.MAX_WIDTH = width = help_width()
+    app.rich_markup_mode = "rich" if width >= HELP_MIN_WIDTH else None       # None: click's plain help
     try:
         result = app(args=argv, prog_name="skipview", standalone_mode=False)
     except typer.TyperException as error:
@@ -97,7 +98,7 @@ def run(argv: list[str] | None = None) -> int:
         typer.echo("aborted", err=True)
         return 130
     except Exception as error:
-        if _options["debug"] or not isinstance(error, user_error_types()):
+        if errors.debug or not isinstance(error, user_error_types()):
             raise
         typer.echo(f"error: {one_line(error)} {DEBUG_HINT}", err=True)
         return 1

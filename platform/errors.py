@@ -9,6 +9,8 @@ the machinery and keeps its traceback. ``skipview --debug ...`` shows the traceb
 from __future__ import annotations
 
 DEBUG_HINT = "(skipview --debug ... prints the traceback)"
+# --debug on the command line (set by platform/cli.py): tracebacks, and Ray's and the workers' logs on the console
+debug = False
 
 
 # The project's own user-facing failures live here, where every command's error handling finds them without
@@ -44,7 +46,7 @@ def user_error_types() -> tuple[type[BaseException], ...]:
             ClusterTooSmall)
 
 
-def one_line(error: BaseException) -> str:
+def _message(error: BaseException) -> str:
     """The error as one line: pydantic's errors as ``key: problem (got value)``, an OS error as ``path: reason``."""
     from pydantic import ValidationError
 
@@ -62,3 +64,8 @@ def one_line(error: BaseException) -> str:
         return " ".join(str(error.args[0]).split())
     lines = [" ".join(line.split()) for line in str(error).splitlines() if line.strip()]
     return "; ".join(lines) or type(error).__name__        # a multi-line message (one problem a line) as one line
+
+
+def one_line(error: BaseException) -> str:
+    """The error as one line (``_message``), then its notes (e.g. where the run's full log is)."""
+    return "; ".join([_message(error), *getattr(error, "__notes__", [])])

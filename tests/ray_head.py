@@ -33,7 +33,9 @@ class Head:
 
 
 @contextmanager
-def ray_head(env: dict[str, str], *, cpus: int = 1) -> Iterator[Head]:
+def ray_head(env: dict[str, str], *, cpus: int = 1, temp_dir: Path | None = None) -> Iterator[Head]:
+    """``temp_dir``: the head's own temporary folder (Ray's ``--temp-dir``; default /tmp/ray, shared with every Ray of
+    the machine). Keep its path short: Ray's sockets under it must fit in 107 bytes."""
     dashboard, gcs = free_port(), free_port()
     ports = {"--port": gcs, "--dashboard-port": dashboard, "--ray-client-server-port": free_port(),
              "--dashboard-agent-listen-port": free_port(), "--metrics-export-port": free_port(),
@@ -41,7 +43,8 @@ def ray_head(env: dict[str, str], *, cpus: int = 1) -> Iterator[Head]:
              "--object-manager-port": free_port(), "--dashboard-agent-grpc-port": free_port()}
     command = [str(Path(PYTHON_BIN) / "ray"), "start", "--head", "--block", f"--num-cpus={cpus}",
                "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-               "--disable-usage-stats", *[f"{flag}={port}" for flag, port in ports.items()]]
+               "--disable-usage-stats", *[f"{flag}={port}" for flag, port in ports.items()],
+               *([f"--temp-dir={temp_dir}"] if temp_dir is not None else [])]
     head = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:

@@ -20,8 +20,12 @@ app = typer.Typer(help="Fetch raw data, prepare corpora (sentence split, tokenis
 log = logging.getLogger("skipview.data")
 
 
-def _setup_logging() -> None:
+def _setup() -> None:
+    """Logging, and SIGTERM ending the command as Ctrl-C does: its half-written output is removed."""
+    from skipview.platform.processes import exit_on_sigterm      # ctypes: not for every start (platform/cli.py)
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    exit_on_sigterm()
 
 
 def _write_json(path: Optional[Path], content: dict) -> None:
@@ -46,8 +50,10 @@ def prepare(
                                             "(.jsonl* -> jsonl, .txt* -> books)."),
     text_field: str = typer.Option("text", help="jsonl: the field holding the document text."),
     lowercase: bool = typer.Option(True, help="Lower-case (as skip-thought and SentEval's STS files)."),
-    max_vocab: int = typer.Option(0, help="Vocabulary size including the 4 specials; 0 = no limit. Rarer words "
-                                          "become <unk>. Ids are by frequency, so a trainer can also cut later."),
+    max_vocab: Optional[int] = typer.Option(None, show_default=False, help="Vocabulary size including the 4 "
+                                            "specials; 0 = no limit; default 1,000,000, which bounds a corpus of "
+                                            "any size as the papers' vocabularies were (PrepareOptions). Rarer words "
+                                            "become <unk>. Ids are by frequency, so a trainer can also cut later."),
     min_count: int = typer.Option(1, help="Words seen fewer times become <unk>."),
     max_line_bytes: int = typer.Option(1 << 20, help="Longer lines are skipped (counted in meta.json)."),
     strict: bool = typer.Option(False, help="Stop with an error at the first bad input instead of skipping it."),
@@ -65,14 +71,14 @@ def prepare(
     and line, skipped and counted in meta.json["input"]["skipped"]; --strict turns it into an error. A missing path
     or a corpus with no sentence is always an error. Same input and options give byte-identical output.
     """
-    _setup_logging()
+    _setup()
     from skipview.platform.data.prepare import PrepareOptions, corpus_statistics, prepare_corpus
     from skipview.platform.data.readers import BadInputError
     from skipview.platform.data.staging import OutputExistsError
 
-    options = PrepareOptions(format=format, text_field=text_field, lowercase=lowercase,
-                             max_vocab=max_vocab or None, min_count=min_count, max_line_bytes=max_line_bytes,
-                             strict=strict)
+    vocabulary_cap = PrepareOptions.max_vocab if max_vocab is None else max_vocab or None
+    options = PrepareOptions(format=format, text_field=text_field, lowercase=lowercase, max_vocab=vocabulary_cap,
+                             min_count=min_count, max_line_bytes=max_line_bytes, strict=strict)
     try:
         meta = prepare_corpus(corpus, out, options, workers=workers or None, overwrite=overwrite,
                               progress=progress)
@@ -112,7 +118,7 @@ def wordvecs(
     Row i of vectors.npy is word i of the corpus vocab.tsv; words with no vector (and the specials) are zero rows,
     counted in meta.json (words_without_vector, zero_rows, coverage).
     """
-    _setup_logging()
+    _setup()
     from skipview.platform.data.readers import BadInputError
     from skipview.platform.data.staging import OutputExistsError
     from skipview.platform.data.wordvecs import FastTextOptions, import_wordvecs, train_wordvecs, wordvec_statistics
@@ -145,7 +151,7 @@ def fetch(
 
     An archive holding one top-level folder is unpacked to that folder's content.
     """
-    _setup_logging()
+    _setup()
     from skipview.platform.data.fetch import fetch as fetch_data
     from skipview.platform.data.staging import OutputExistsError
 

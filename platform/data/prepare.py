@@ -40,10 +40,12 @@ from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, UNK_ID, Vocab
 from skipview.platform.data.readers import BadInputError, InputReport, Piece, find_sources, read_pieces
 from skipview.platform.data.staging import staged_directory
+from skipview.platform.processes import die_with_parent
 
 log = logging.getLogger("skipview.data")
 
 FORMAT_VERSION = 1
+DEFAULT_MAX_VOCAB = 1_000_000
 _CHUNK = 1 << 22                # values per step when rewriting the scratch files
 _SENTENCE_LANGUAGE = "en"
 
@@ -55,7 +57,12 @@ class PrepareOptions:
     format: str = "auto"
     text_field: str = "text"
     lowercase: bool = True
-    max_vocab: int | None = None      # including the 4 specials; None keeps every word with min_count
+    # including the 4 specials; None keeps every word with min_count. The default bounds the vocabulary (and so the
+    # word-vector table, 1.2 GB at dim 300, and every model directory) whatever the corpus size, as the papers'
+    # were bounded: skip-thought trains on 20,000 words; the multi-view models read fixed fastText vectors, zero for
+    # words outside fastText's table (1M words for wiki-news-300d-1M, which the paper does not name). Below ~30M
+    # novel-and-news sentences no word is cut (reports/benchmarks/scale.md).
+    max_vocab: int | None = DEFAULT_MAX_VOCAB
     min_count: int = 1
     max_line_bytes: int = 1 << 20
     strict: bool = False
@@ -170,7 +177,9 @@ def _tokenize_in_order(pieces: Iterable[Piece], tokenizer: Tokenizer, workers: i
             return done
         return executor.submit(tokenize_batch, payload, tokenizer.lowercase)
 
-    executor = ProcessPoolExecutor(workers) if workers > 1 else None
+    # the workers die with this process however it ends (a killed parent would leave them waiting forever)
+    executor = (ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+                if workers > 1 else None)
     in_flight: deque[tuple[Future, list[bool]]] = deque()
     try:
         for batch in _batches(pieces, batch_chars):

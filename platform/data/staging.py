@@ -19,6 +19,7 @@ from pathlib import Path
 
 from skipview.models.directories import swap_in
 from skipview.platform.files import human, is_full, size_of, storage_full
+from skipview.platform.processes import running
 
 
 class OutputExistsError(FileExistsError):
@@ -54,17 +55,8 @@ def remove_abandoned(out: Path) -> list[Path]:
     removed = []
     for partial in out.parent.glob(f".{glob.escape(out.name)}.partial-*"):
         pid = partial.name.rsplit("-", 1)[1]
-        if pid.isdigit() and not _running(int(pid)):
+        if pid.isdigit() and not running(int(pid)):
             shutil.rmtree(partial, ignore_errors=True)
             removed.append(partial)
     return removed
 
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:         # another user's process: running
-        return True
-    return True

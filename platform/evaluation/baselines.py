@@ -32,9 +32,12 @@ from typing import Literal
 import numpy as np
 import torch
 
+from skipview.models import word_weights
+from skipview.models.arrays import load_npy
 from skipview.models.pca import remove_components, shared_components
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import Vocab
+from skipview.models.word_weights import SIF_A, USIF_N
 from skipview.platform.evaluation.encoding import ComponentFit, Mode
 
 Weighting = Literal["uniform", "sif", "usif"]
@@ -57,8 +60,6 @@ class Recipe:
 
 BASELINES: dict[str, Recipe] = {"avg": Recipe("uniform", 0), "wr": Recipe("uniform", 1), "sif": Recipe("sif", 1),
                                 "usif": Recipe("usif", 5, weighted_removal=True)}
-SIF_A = 1e-3  # Arora et al. (2017): a in [1e-4, 1e-3] works best; 1e-3 is their default
-USIF_N = 11   # Ethayarajh (2018): the expected sentence length; 11 for the STS benchmarks
 
 
 class WordVectors:
@@ -82,33 +83,17 @@ class WordVectors:
         meta = json.loads((path / "meta.json").read_text())
         if "tokenizer" not in meta:
             raise ValueError(f"{path / 'meta.json'}: missing key 'tokenizer' (the settings the vocabulary was built with)")
-        vectors = np.load(path / "vectors.npy", mmap_mode="r")
+        vectors = load_npy(path / "vectors.npy", mmap="r", remake="`skipview data wordvecs`")
         return cls(Vocab.load(path / "vocab.tsv"), np.asarray(vectors, dtype=np.float32),
                    Tokenizer.from_dict(meta["tokenizer"]))
 
-    def _probabilities(self, name: str) -> np.ndarray:
-        counts = self.vocab.counts.astype(np.float64)
-        if counts.sum() <= 0:
-            raise ValueError(f"{name} needs corpus counts: the vocabulary's counts are all zero")
-        return counts / counts.sum()
-
     def sif_weights(self, a: float = SIF_A) -> np.ndarray:
         """a / (a + p(w)) per vocabulary id, p from the vocabulary's corpus counts."""
-        return (a / (a + self._probabilities("SIF"))).astype(np.float32)
+        return word_weights.sif_weights(self.vocab.counts, a)
 
     def usif_weights(self, n: float = USIF_N) -> np.ndarray:
-        """Ethayarajh (2018) eq. 7-8: a / (a/2 + p(w)), a = (1 - alpha) / (alpha Z), Z = |V| / 2, alpha the share of
-        the vocabulary likely to appear in a sentence of n words (p(w) > 1 - (1 - 1/|V|)^n). |V| counts the words
-        with a corpus count (the specials have none)."""
-        p = self._probabilities("uSIF")
-        size = int((self.vocab.counts > 0).sum())
-        threshold = 1 - (1 - 1 / size) ** n
-        alpha = float((p > threshold).sum()) / size
-        if not 0 < alpha < 1:       # a would be infinite (no word above the threshold) or 0 (every word)
-            raise ValueError(f"uSIF: {'no' if alpha == 0 else 'every'} word has p(w) > {threshold:.2e} (n = {n}, "
-                             f"|V| = {size}); give a {'smaller' if alpha == 0 else 'larger'} n")
-        a = (1 - alpha) / (alpha * size / 2)
-        return (a / (a / 2 + p)).astype(np.float32)
+        """uSIF's a / (a/2 + p(w)) per vocabulary id (``models.word_weights``)."""
+        return word_weights.usif_weights(self.vocab.counts, n)
 
     def average(self, sentences: list[str], weights: np.ndarray | None = None,
                 normalise: Normalise | None = None) -> np.ndarray:

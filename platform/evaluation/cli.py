@@ -7,6 +7,7 @@ top-PC removal for ``sif``; uSIF-weighted unit vectors with five components remo
 
 from __future__ import annotations
 
+import json
 import logging
 from enum import Enum
 from pathlib import Path
@@ -40,11 +41,15 @@ class ComponentFitName(str, Enum):
     corpus = "corpus"
     task = "task"
     subset = "subset"
+    subset_stacked = "subset-stacked"
+    subset_sides = "subset-sides"
 
 
 ComponentFitOpt = Annotated[ComponentFitName, typer.Option(
     "--component-fit", help="Where the top principal component is fitted, for every encoder alike: 'subset' = on "
-                            "each STS subset (Arora et al.'s STS evaluation; other tasks per task), 'task' = on each "
+                            "each STS subset's distinct sentences (other tasks per task); 'subset-stacked' = its A "
+                            "and B sentences with repeats (uSIF's released evaluation); 'subset-sides' = A and B "
+                            "each on their own (Arora et al.'s released evaluation); 'task' = on each "
                             "task (the multi-view paper's modified SentEval), 'corpus' = on training sentences "
                             "(a model's stored components; a baseline needs --pc-corpus).")]
 ViewOpt = Annotated[str, typer.Option(
@@ -189,23 +194,29 @@ def neighbours_words(
     vocab: Annotated[Optional[Path], typer.Option(help="vocab.tsv for --matrix.")] = None,
     k: Annotated[int, typer.Option(help="Neighbours per query.")] = 5,
 ) -> None:
-    """Nearest words to each query word by cosine over a word matrix."""
-    import numpy as np
-
+    """Nearest words to each query word by cosine over a word matrix. With --wordvecs the queries are lower-cased
+    when the corpus was (its meta.json's tokenizer), as every word of its table is."""
+    from skipview.models.arrays import load_npy
+    from skipview.models.text import Tokenizer
     from skipview.models.vocab import Vocab
     from skipview.platform.evaluation.neighbours import word_neighbours
 
+    lowercase = False
     if wordvecs is not None:
         matrix, vocab = wordvecs / "vectors.npy", wordvecs / "vocab.tsv"
+        meta = wordvecs / "meta.json"
+        lowercase = meta.is_file() and Tokenizer.from_dict(json.loads(meta.read_text()).get("tokenizer", {})).lowercase
     if matrix is None or vocab is None:
         raise typer.BadParameter("give --wordvecs DIR, or --matrix FILE.npy with --vocab vocab.tsv")
     table = Vocab.load(vocab)
-    known = [q for q in queries if q in table]
+    words = {query: query.lower() if lowercase else query for query in queries}
+    known = [word for word in dict.fromkeys(words.values()) if word in table]
     if not known:
         raise typer.BadParameter(f"none of {', '.join(queries)} is in the word table {vocab}")
-    found = word_neighbours(table.words, np.load(matrix, mmap_mode="r"), known, k)
+    found = word_neighbours(table.words, load_npy(matrix, mmap="r"), known, k)
     for query in queries:      # a word the table lacks is said on its own line; the others still get answers
-        typer.echo(f"{query}: " + (", ".join(f"{w} ({s:.2f})" for w, s in found[query]) if query in found
+        word = words[query]
+        typer.echo(f"{query}: " + (", ".join(f"{w} ({s:.2f})" for w, s in found[word]) if word in found
                                    else "not in the word table"))
 
 
@@ -261,7 +272,7 @@ def rank_images(
     for key, value in sorted(metrics.items()):
         typer.echo(f"{key:28s} {value:8.2f}")
     if output is not None:
-        _write_json(output, {"metrics": metrics, "encoder": _encoder_name(model, baseline)})
+        write_json_aside(output, {"metrics": metrics, "encoder": _encoder_name(model, baseline)})
 
 
 def register(app: typer.Typer) -> None:

@@ -51,10 +51,14 @@ def cosine_similarity_task(task: str, data: TaskData, encoder: Encoder, splits: 
     encoded in one call, or one call per split for an encoder that fits its component per subset."""
     names = splits or list(data.splits)
     calls = [[s] for s in names] if fits_per_subset(encoder) else [names]
+    fit = getattr(encoder, "component_fit", None)
     subsets = {}
     for call in calls:
-        vectors = encode_many(encoder, [g for s in call for g in (data.splits[s].a, data.splits[s].b)],
-                              mode="unsupervised")
+        groups = [g for s in call for g in (data.splits[s].a, data.splits[s].b)]
+        if fit == "subset-sides":        # one call per side of the subset, each fitting its own component
+            vectors = [encode_many(encoder, [group], "unsupervised", distinct=False)[0] for group in groups]
+        else:
+            vectors = encode_many(encoder, groups, "unsupervised", distinct=fit != "subset-stacked")
         subsets.update({s: (cosine(vectors[2 * i], vectors[2 * i + 1]), data.splits[s].y)
                         for i, s in enumerate(call)})
     return correlation_metrics(task, subsets)

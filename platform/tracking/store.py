@@ -7,18 +7,31 @@ directory differs still writes to the same store.
 
 One training run is one MLflow run, found again by its *run key* (storage path + Ray run name): a worker group
 restarted by ``FailureConfig``, or a relaunched driver, continues the run instead of opening a duplicate.
+
+Many processes open the same store at once (runs started together, a run's workers): ``client`` gets every one
+through ``ready``, which creates and migrates a new SQLite store once, under a file lock, and closes the runs whose
+driver died without closing them (``close_orphans``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from skipview.platform.cluster.ray_temp import refuse_ray_temporary
+
+log = logging.getLogger(__name__)
 DEFAULT_DB = "mlflow.db"
 RUN_KEY_TAG = "skipview.run_key"
+# The process that drives a run (the one that fits its trainer), so a later process can tell the run is orphaned
+DRIVER_HOST_TAG = "skipview.driver.host"
+DRIVER_PROCESS_TAG = "skipview.driver.process"          # "PID@START", START the process's start time (epoch s)
+ORPHAN_TAG = "skipview.orphaned"
 MAX_PARAM_LENGTH = 6000      # MLflow 3's limit on a param value
 PARAMS_PER_BATCH = 100       # MLflow's limit on params per log_batch call
 METRICS_PER_BATCH = 1000     # and on metrics
@@ -30,6 +43,13 @@ def tracking_uri() -> str:
     if uri:
         return uri
     return f"sqlite:///{(Path.cwd() / DEFAULT_DB).resolve()}"
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (a relative one against the working directory), else None."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///"):]).resolve()
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -47,7 +67,82 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def client(uri: str | None = None):
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=uri or tracking_uri())
+    uri = uri or tracking_uri()
+    ready(uri)
+    return MlflowClient(tracking_uri=uri)
+
+
+_ready: set[str] = set()
+
+
+def ready(uri: str) -> None:
+    """Make the store at ``uri`` usable by this process, once per process.
+
+    A SQLite store is created and migrated by the first MLflow client that opens it, and MLflow 3.17 does that
+    without a lock (``SqlAlchemyStore.__init__``): runs started together on a fresh folder all migrate at once and
+    all but one fail (``duplicate column name``, ``table experiments already exists``, alembic's ``expected to match
+    one row``). Here the first opening happens under a file lock beside the database (the ``filelock`` package:
+    flock on POSIX, released if the holder dies), so one process migrates and the others find the store at its
+    latest schema. A store that resolves into Ray's temporary files is refused first (``ray_temp``)."""
+    from mlflow.tracking import MlflowClient
+
+    if uri in _ready:
+        return
+    path = sqlite_path(uri)
+    if path is not None:
+        from filelock import FileLock
+
+        refuse_ray_temporary(path, "the MLflow store", "set MLFLOW_TRACKING_URI to an MLflow server "
+                             "(http://HOST:5000; in a job: --runtime-env-json "
+                             "'{\"env_vars\": {\"MLFLOW_TRACKING_URI\": ...}}') or to sqlite:////SHARED/PATH/mlflow.db")
+        with FileLock(f"{path}.lock"):
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)     # creates and migrates it
+    _ready.add(uri)
+    close_orphans(MlflowClient(tracking_uri=uri))
+
+
+def driver_tags() -> dict[str, str]:
+    """This process as a run's driver: host name, pid and start time (a pid alone may be reused)."""
+    import psutil
+
+    return {DRIVER_HOST_TAG: socket.gethostname(),
+            DRIVER_PROCESS_TAG: f"{os.getpid()}@{psutil.Process().create_time():.2f}"}
+
+
+def driver_alive(process: str) -> bool:
+    """Whether the ``PID@START`` process of this host still runs (the same process, not a later one with its pid)."""
+    import psutil
+
+    pid, _, started = process.partition("@")
+    try:
+        return abs(psutil.Process(int(pid)).create_time() - float(started)) < 1.0
+    except (psutil.NoSuchProcess, ValueError):
+        return False
+    except psutil.AccessDenied:        # another user's process: alive, its start time unreadable
+        return True
+
+
+def close_orphans(mlflow_client) -> None:
+    """Mark KILLED the RUNNING runs whose driver ran on this host and is gone (a ``kill -9``, a lost machine's
+    process ends without closing its run), saying so in the log. Runs of other hosts cannot be judged from here and are
+    left as they are. Continuing such a run (``open_run``) makes it RUNNING again."""
+    host = socket.gethostname()
+    ids = [exp.experiment_id for exp in mlflow_client.search_experiments()]
+    if not ids:
+        return
+    running = mlflow_client.search_runs(ids, filter_string=f"attributes.status = 'RUNNING' and "
+                                                           f"tags.`{DRIVER_HOST_TAG}` = '{host}'")
+    for run in running:
+        process = run.data.tags.get(DRIVER_PROCESS_TAG, "")
+        if driver_alive(process):
+            continue
+        # read again: a relaunch may have continued the run under a new driver since the search
+        now = mlflow_client.get_run(run.info.run_id)
+        if now.info.status == "RUNNING" and now.data.tags.get(DRIVER_PROCESS_TAG) == process:
+            mlflow_client.set_tag(run.info.run_id, ORPHAN_TAG, f"driver {process} on {host} ended without closing it")
+            mlflow_client.set_terminated(run.info.run_id, status="KILLED")
+            log.warning("MLflow run %s (%s) marked KILLED: its driver %s ended without closing it", run.info.run_id,
+                        run.info.run_name, process)
 
 
 def experiment_id(mlflow_client, name: str) -> str:
@@ -86,21 +181,26 @@ def find_run(mlflow_client, experiment: str | None, run_key: str) -> str | None:
 
 
 def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run_id: str | None = None,
-             params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None) -> tuple[str, bool]:
+             params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None,
+             driver: Mapping[str, str] | None = None) -> tuple[str, bool]:
     """Continue the run recorded for ``run_key``, else ``run_id`` (the one a checkpoint names), else create one.
 
     The key comes first: a checkpoint copied from another run (``skipview ablation --warm-start``) names the run
     it was written by, not the run now resuming from it. Returns ``(run_id, resumed)``. Params are logged only on
     creation: MLflow refuses to change a logged param, and a resumed run keeps the settings it was started with.
+    ``driver``: the process the run now depends on (``driver_tags``; default this one), recorded on creation and on
+    every continuation, so ``close_orphans`` judges the run by its current driver.
     """
-    from mlflow.entities import Param, RunStatus
+    from mlflow.entities import Param, RunStatus, RunTag
 
+    driver = dict(driver or driver_tags())
     run_id = find_run(mlflow_client, experiment, run_key) or run_id
     if run_id is not None:
+        mlflow_client.log_batch(run_id, tags=[RunTag(key, value) for key, value in driver.items()])
         mlflow_client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
         return run_id, True
     run = mlflow_client.create_run(experiment_id(mlflow_client, experiment), run_name=run_name,
-                                   tags={RUN_KEY_TAG: run_key, **(tags or {})})
+                                   tags={RUN_KEY_TAG: run_key, **(tags or {}), **driver})
     run_id = run.info.run_id
     items = [Param(k, param_value(v)) for k, v in sorted(flatten(params or {}).items())]
     for start in range(0, len(items), PARAMS_PER_BATCH):

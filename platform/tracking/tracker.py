@@ -35,7 +35,7 @@ class Tracker:
         self.client = store.client(self.tracking_uri)
         self.run_id, resumed = store.open_run(self.client, config["experiment"], config["run_key"],
                                               config["run_name"], run_id=run_id, params=config["params"],
-                                              tags=config["tags"])
+                                              tags=config["tags"], driver=config["driver"])
         log.info("MLflow run %s (%s)", self.run_id, "continued" if resumed else "new")
         # After a restart the steps since the last checkpoint are trained again; they were logged before the
         # failure, so each step keeps its first record and the history stays one value per step.

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from skipview.platform import errors
 from skipview.platform.errors import one_line
 
 def train(
@@ -34,10 +35,10 @@ def train(
 ) -> None:
     """Train an objective on a prepared corpus with Ray Train (DDP), checkpoints and MLflow tracking.
 
-    Settings come from --config, then the options above, then --set (last wins). Per-step metrics go to MLflow
+    Settings come from --config, then the options, then --set (last wins). Per-step metrics go to MLflow
     (default ./mlflow.db; MLFLOW_TRACKING_URI overrides); checkpoints go to STORAGE/NAME.
     """
-    from skipview.platform.training import driver
+    from skipview.platform.training import driver, run_log
     from skipview.platform.training.config import RunSettings, load_settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -49,7 +50,7 @@ def train(
     except ValueError as error:
         raise typer.BadParameter(one_line(error)) from error
     if name is None and resume:
-        name = driver.latest_run_name(storage, driver.new_run_name(settings).rsplit("-", 2)[0] + "-")
+        name = driver.latest_run_name(storage, driver.run_name_prefix(settings))
         if name is None:
             raise typer.BadParameter(f"--resume: no earlier run of {objective} on {corpus} under {storage}")
     run = RunSettings(name=name or driver.new_run_name(settings), storage=storage, workers=workers,
@@ -58,12 +59,18 @@ def train(
                       experiment=experiment, output=str(output) if output else None)
     try:
         driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)
-        driver.check_continuation(settings, run)
     except ValueError as error:
         raise typer.BadParameter(one_line(error)) from error
-    driver.connect(address)
-    typer.echo(f"run {run.name}: {run.workers} worker(s), checkpoints in {driver.run_key(run)}")
-    outcome = driver.train(settings, run)
+    log_path = driver.local_root(storage) / f"{run.name}.log"
+    with run_log.capture(log_path, debug=errors.debug) as log:
+        try:
+            driver.check_continuation(settings, run)
+        except ValueError as error:
+            raise typer.BadParameter(one_line(error)) from error
+        driver.connect(address, run_log=log)
+        typer.echo(f"run {run.name}: {run.workers} worker(s), checkpoints in {driver.run_key(run)}; Ray's and the "
+                   f"workers' log: {log_path}")
+        outcome = driver.train(settings, run)
     if metrics is not None:
         driver.write_metrics(outcome, metrics)
     typer.echo(f"done: MLflow run {outcome.mlflow_run_id}, metrics {outcome.metrics}")

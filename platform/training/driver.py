@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import socket
 import time
@@ -26,6 +27,7 @@ from skipview.models.corpus import PreparedCorpus
 from skipview.models.directories import swap_in
 from skipview.models.registry import parse_config
 from skipview.platform.cluster.auth import ensure_private_token
+from skipview.platform.cluster.ray_temp import refuse_ray_temporary
 from skipview.platform.errors import ClusterTooSmall, CorruptCheckpoint, Diverged, StorageFull
 from skipview.platform.files import is_full, storage_full, write_json_aside
 from skipview.platform.tracking import store
@@ -33,6 +35,7 @@ from skipview.platform.tracking.lineage import lineage_tags, portable_path
 from skipview.platform.training import checkpoint as ckpt, watchdog
 from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, check_precision
 from skipview.platform.training.objectives import aligned_word_vectors
+from skipview.platform.training.run_log import RunLog
 
 log = logging.getLogger(__name__)
 STATE_API_ENV = "RAY_API_SERVER_ADDRESS"
@@ -46,8 +49,13 @@ def is_uri(storage: str) -> bool:
 
 
 def storage_root(storage: str) -> str:
-    """Ray needs an absolute local path (or a URI)."""
-    return storage if is_uri(storage) else str(Path(storage).expanduser().resolve())
+    """Ray needs an absolute local path (or a URI). One in Ray's temporary files (a relative path in a job submitted
+    with ``--working-dir``) is refused: the checkpoints would vanish with them."""
+    if is_uri(storage):
+        return storage
+    refuse_ray_temporary(storage, f"--storage {storage}", "pass --storage an absolute path every node reaches "
+                         "(a shared file system) or an object store URI (s3://BUCKET/runs)")
+    return str(Path(storage).expanduser().resolve())
 
 
 def local_root(storage: str) -> Path:
@@ -61,10 +69,17 @@ def run_key(run: RunSettings) -> str:
     return f"{storage_root(run.storage).rstrip('/')}/{run.name}"
 
 
-def new_run_name(settings: TrainSettings) -> str:
+def run_name_prefix(settings: TrainSettings) -> str:
+    """What the default names of runs of this objective on this corpus start with (``--resume`` looks for it)."""
     corpus = Path(settings.corpus).resolve()
     corpus_name = corpus.parent.name if corpus.name == "prepared" else corpus.name
-    return f"{settings.objective.split(':')[-1]}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return f"{settings.objective.split(':')[-1]}-{corpus_name}-"
+
+
+def new_run_name(settings: TrainSettings) -> str:
+    """The prefix, the time, and four random hex digits: runs started in the same second (several runs launched
+    together on one machine) get their own names, so their own checkpoints and MLflow runs."""
+    return f"{run_name_prefix(settings)}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
 def latest_run_name(storage: str, prefix: str) -> str | None:
@@ -130,10 +145,11 @@ def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
 
 
 def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:
+    # the driver is this process (a Tune trial's, in a search): a run whose driver is gone is closed by the next
+    # process that opens the store (store.close_orphans)
     return {"settings": settings.model_dump(mode="json"), "run_name": run.name, "run_key": run_key(run),
             "experiment": run.experiment, "tracking_uri": tracking_uri, "cpus_per_worker": run.cpus_per_worker,
-            "params": run_params(settings),
-            "tags": tags_for(settings)}
+            "params": run_params(settings), "tags": tags_for(settings), "driver": store.driver_tags()}
 
 
 def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: str, callbacks: list | None = None):
@@ -142,6 +158,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
 
     from skipview.platform.training.divergence import FailWithoutRestart
     from skipview.platform.training.loop import train_loop_per_worker
+    from skipview.platform.training.rendezvous import NodeAddressTorchConfig
     from skipview.platform.training.run_folder import KeepSnapshot
 
     # a local storage's copy of Ray's checkpoint record, which a full disk can leave empty (run_folder.py)
@@ -150,6 +167,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config=loop_config(settings, run, tracking_uri),
+        torch_config=NodeAddressTorchConfig(),          # the DDP store on the node's address (rendezvous.py)
         scaling_config=ray.train.ScalingConfig(
             num_workers=run.workers, use_gpu=run.gpus_per_worker > 0,
             resources_per_worker={"CPU": run.cpus_per_worker, **({"GPU": run.gpus_per_worker}
@@ -165,7 +183,8 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     )
 
 
-def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True) -> None:
+def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool = True,
+            run_log: RunLog | None = None) -> None:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local Ray on the cores this process may
     use. ``address="local"`` makes it a new Ray of our own even when someone else's ``ray start`` runs here.
 
@@ -177,11 +196,19 @@ def connect(address: str | None, cpus: int | None = None, *, log_to_driver: bool
 
     Ray's observability machinery that nothing of a local run reads is switched off or slowed
     (``LOCAL_HEAD_CONFIG``, ``LOCAL_HEAD_ENV``); a cluster given by address is left as its owner configured it.
+    With ``run_log`` (``run_log.capture``) the workers' output goes to its file instead of the console.
     """
     import ray
 
-    if ray.is_initialized():
-        return
+    if not ray.is_initialized():
+        start_or_join(address, cpus, log_to_driver)
+    if run_log is not None:
+        run_log.take_worker_output()
+
+
+def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) -> None:
+    import ray
+
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         ray.init(address=address, log_to_driver=log_to_driver)

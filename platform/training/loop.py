@@ -24,6 +24,7 @@ import logging
 import math
 import shutil
 import tempfile
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,9 @@ import ray.train
 import ray.train.torch
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
+from skipview.models.batching import num_batches
 from skipview.models.objective import ObjectiveOutput
 from skipview.platform.evaluation.suite import run_tasks
 from skipview.platform.tracking.tracker import Tracker
@@ -43,6 +46,7 @@ from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import TrainSettings, check_precision
 from skipview.platform.training.objectives import Built, build
 from skipview.platform.training.prefetch import prefetch
+from skipview.platform.training.progress import Reporter
 from skipview.platform.training.sts14 import evaluate_sts14
 from skipview.platform.training.window import Window, close_window
 
@@ -107,6 +111,7 @@ def parameters_digest(module: torch.nn.Module) -> float:
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
+    started = time.perf_counter()       # start-up's clock: what a run costs before its first step (issue 37)
     settings = TrainSettings.model_validate(config["settings"])
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
@@ -119,7 +124,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     built = build(settings)
     np.random.seed(settings.seed * 1009 + rank)
     torch.manual_seed(settings.seed * 1009 + rank)
+    built_s = time.perf_counter() - started
     training = Training.prepare(built, rank, world_size, device)
+    log.info("rank %d: corpus, word vectors and objective built in %.2f s; DDP model ready at %.2f s", rank, built_s,
+             time.perf_counter() - started)
     progress, run_id, skipped = training.resume()
     tracker = Tracker(config, rank, run_id)
     # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run
@@ -132,11 +140,19 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         tracker.metrics(evaluate_sts14(built, device), 0)
 
     window, last_loss = Window(progress.step), float("nan")
+    first_step, first_batch = progress.step, time.perf_counter()
+    # the driver's progress bar or line (progress.py): rank 0 speaks for the run
+    reporter = Reporter(config["run_name"], total_steps(built, world_size)) if rank == 0 else None
     training.model.train()
     while not finished(progress, settings):                     # one epoch (or its rest, after a restart) a turn
         steps_before = progress.step
         epoch = built.batches(rank=rank, world_size=world_size, epoch=progress.epoch, start_batch=progress.batch)
         for batch in prefetch(epoch, device):
+            if started is not None:
+                first_batch = time.perf_counter()
+                log.info("rank %d: start-up (corpus opened, batching plan made, first batch read) took %.2f s",
+                         rank, first_batch - started)
+                started = None
             out, grad_norm = training.step(batch)
             progress.step += 1
             progress.batch += 1
@@ -149,6 +165,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 last_loss = close_window(window, tracker, out, training.scheduler.get_last_lr()[0], world_size,
                                          overflow_is_skipped=training.scaler is not None)
                 window = Window(progress.step)
+                if reporter is not None:
+                    reporter.report(progress.step, last_loss)
             if checkpoint_due:
                 report(training, tracker, progress, {"loss": last_loss}, run_key=config["run_key"])
             if done:
@@ -161,6 +179,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         progress.epoch += 1
         progress.batch = 0
 
+    log.info("rank %d: %d steps in %.2f s (checkpoints included)", rank, progress.step - first_step,
+             time.perf_counter() - first_batch)
     final = {"loss": last_loss, "ddp_parameters_equal": float(check_replicas(training, tracker, progress.step))}
     model_dir, evaluated = save_final_model(training, tracker, progress.step) if rank == 0 else (None, {})
     final.update(evaluated)
@@ -188,7 +208,11 @@ class Training:
         settings = built.settings
         # broadcast_buffers=False: an objective's buffers are constants every rank builds identically
         # (models/objective.py); DDP's default would send rank 0's word-vector matrix (148,046 x 300 floats, 178 MB
-        # on the novels) to every rank before every forward
+        # on the novels) to every rank before every forward. Ignoring them also keeps DDP's start from writing
+        # rank 0's copy into the others': the word vectors are a read-only memory map shared by the node's workers
+        # (torch 2.13 deprecates broadcast_buffers=False and will sync buffers at start without this).
+        DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+            built.objective, [name for name, _ in built.objective.named_buffers()])
         model = ray.train.torch.prepare_model(
             built.objective, parallel_strategy_kwargs={"find_unused_parameters": settings.ddp_find_unused_parameters,
                                                        "broadcast_buffers": False})
@@ -253,6 +277,7 @@ def report(training: Training, tracker: Tracker, progress: ckpt.Progress, extra:
     the step, epoch and sentences read, ``extra``, and on rank 0 STS14 when SentEval data is configured, which
     ``progress.best_sts14`` follows. ``run_key`` is the run's folder, whose free space a checkpoint must fit."""
     settings, rank = training.settings, training.rank
+    started = time.perf_counter()
     # sentences read so far: ASHA's clock in a search (platform/tuning/search.py), fair across batch sizes
     metrics = {"step": progress.step, "epoch": progress.epoch,
                "sentences": progress.step * settings.batch_size * training.world_size, **extra}
@@ -279,6 +304,7 @@ def report(training: Training, tracker: Tracker, progress: ckpt.Progress, extra:
         except OSError as error:
             ckpt.check_room(run_key, directory, error)
             raise
+    log.info("rank %d: checkpoint at step %d reported in %.2f s", rank, progress.step, time.perf_counter() - started)
 
 
 def check_replicas(training: Training, tracker: Tracker, step: int) -> bool:
@@ -298,7 +324,7 @@ def check_replicas(training: Training, tracker: Tracker, step: int) -> bool:
 def save_final_model(training: Training, tracker: Tracker, step: int) -> tuple[Path, dict[str, float]]:
     """Rank 0's model directory, in a folder of its own until the final checkpoint takes it, logged to MLflow; and
     its ``final_eval_tasks`` scores (``eval.<metric>``) when SentEval data is configured, recorded at ``step``."""
-    settings = training.settings
+    settings, started = training.settings, time.perf_counter()
     model_dir = Path(tempfile.mkdtemp()) / ckpt.MODEL_DIR
     encoder = training.built.finished_encoder(training.device)
     encoder.save(model_dir)
@@ -308,6 +334,7 @@ def save_final_model(training: Training, tracker: Tracker, step: int) -> tuple[P
         evaluated = {f"eval.{k}": v for k, v in results.items()}
         tracker.metrics(evaluated, step)
     tracker.log_model(model_dir)
+    log.info("final model saved and logged in %.2f s", time.perf_counter() - started)
     return model_dir, evaluated
 
 
@@ -329,6 +356,17 @@ def checkpoints_newest_first(latest):
     older = [r for r in reported if r.checkpoint.path != latest.path]
     for r in sorted(older, key=lambda r: r.metrics.get("step", -1), reverse=True):
         yield r.checkpoint
+
+
+def total_steps(built: Built, world_size: int) -> int | None:
+    """The steps the run will take: ``max_steps``, or as many epochs of the first epoch's batches (epochs of pairs
+    and triples differ by a few batches) when that comes first."""
+    settings = built.settings
+    if settings.epochs is None:
+        return settings.max_steps
+    per_epoch = num_batches(built.corpus, built.objective.example_kind, settings.batch_size, world_size=world_size,
+                            seed=settings.seed)
+    return min(per_epoch * settings.epochs, settings.max_steps or per_epoch * settings.epochs)
 
 
 def finished(progress: ckpt.Progress, settings: TrainSettings) -> bool:

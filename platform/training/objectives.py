@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from skipview.models.arrays import load_npy
 from skipview.models.batching import iterate_batches, sample_sentence_ids
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.encoder import SentenceEncoder
@@ -29,11 +30,11 @@ from skipview.platform.training.config import TrainSettings
 
 
 def load_word_vectors(wordvecs: str | Path | None, vocab: Vocab) -> np.ndarray | None:
-    """``vectors.npy`` of a wordvecs directory, checked to be aligned row by row with the corpus vocabulary."""
+    """``vectors.npy`` of a wordvecs directory, memory-mapped read-only (the workers of a node share its pages) and
+    checked to be aligned row by row with the corpus vocabulary."""
     if wordvecs is None:
         return None
-    # a private, writable copy: DDP broadcasts buffers in place, which would write into a read-only memmap
-    return np.array(aligned_word_vectors(wordvecs, vocab), dtype=np.float32)
+    return aligned_word_vectors(wordvecs, vocab)
 
 
 def aligned_word_vectors(wordvecs: str | Path, vocab: Vocab) -> np.ndarray:
@@ -43,12 +44,23 @@ def aligned_word_vectors(wordvecs: str | Path, vocab: Vocab) -> np.ndarray:
     for needed in (matrix_path, vocab_path):
         if not needed.is_file():
             raise FileNotFoundError(f"{needed}: missing (make word vectors with `skipview data wordvecs`)")
-    vectors = np.load(matrix_path, mmap_mode="r")
-    theirs = Vocab.load(vocab_path)
-    if theirs.words != vocab.words or vectors.shape[0] != len(vocab):
-        raise ValueError(f"{folder}: word vectors ({vectors.shape[0]} rows, vocab.tsv of {len(theirs)} words) are "
-                         f"not aligned with the corpus vocabulary ({len(vocab)} words); rebuild them for this corpus")
+    vectors = load_npy(matrix_path, mmap="r", remake="`skipview data wordvecs`")
+    differing_lines = _words_matching(vocab_path, vocab)
+    if differing_lines is not None or vectors.shape[0] != len(vocab):
+        theirs = len(vocab) if differing_lines is None else differing_lines
+        raise ValueError(f"{folder}: word vectors ({vectors.shape[0]} rows, vocab.tsv of {theirs} words) are not "
+                         f"aligned with the corpus vocabulary ({len(vocab)} words); rebuild them for this corpus")
     return vectors
+
+
+def _words_matching(vocab_tsv: Path, vocab: Vocab) -> int | None:
+    """None when ``vocab_tsv`` lists ``vocab``'s words in its order, else its number of lines. Streamed: a second
+    vocabulary in memory would cost every worker ~180 bytes a word (180 MB at a million words)."""
+    lines, matching = 0, True
+    with open(vocab_tsv, encoding="utf-8") as f:
+        for lines, line in enumerate(f, 1):
+            matching = matching and lines <= len(vocab) and line.split("\t", 1)[0] == vocab.words[lines - 1]
+    return None if matching and lines == len(vocab) else lines
 
 
 def objective_factory(name: str) -> Callable[..., Objective]:

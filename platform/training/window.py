@@ -75,7 +75,7 @@ def close_window(window: Window, tracker: Tracker, out: ObjectiveOutput, lr: flo
 def stop_diverged(tracker: Tracker, step: int, loss: float, grad_norm: float) -> None:
     """Every rank stops (the window's values that decide it are shared) by raising ``Diverged``: the run fails for Ray
     (``divergence.FailWithoutRestart`` keeps Ray from restarting it) and the last good checkpoint stays the latest."""
-    message = f"non-finite training at step {step}: loss={loss}, gradient norm={grad_norm}"
+    message = f"training diverged at step {step}: loss={loss}, gradient norm={grad_norm}"
     log.error("%s; stopping, the last good checkpoint is kept", message)
     tracker.tag(DIVERGED_TAG, str(step))
     tracker.tag("skipview.failure", message)

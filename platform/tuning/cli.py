@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from skipview.platform import errors
 from skipview.platform.errors import one_line
 from skipview.platform.files import write_text_aside
 from skipview.platform.tracking import store
@@ -50,7 +51,7 @@ def tune(
     Run the same command with the same --name to resume an interrupted search. The best settings are written as
     a file that `skipview train --config` accepts.
     """
-    from skipview.platform.training import driver
+    from skipview.platform.training import driver, run_log
     from skipview.platform.training.config import load_settings
     from skipview.platform.tuning.search import SearchInterrupted, SearchSettings, run_search
     from skipview.platform.tuning.space import SearchSpaceError, load_space
@@ -69,14 +70,17 @@ def tune(
         storage=storage, num_samples=num_samples, max_concurrent=max_concurrent,
         workers_per_trial=workers_per_trial, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
         seed=seed, grace_period=grace_period, reduction_factor=reduction_factor, experiment=experiment)
-    driver.connect(address)
-    typer.echo(f"search {search.name}: {num_samples} trials of {search_space.objective} "
-               f"({', '.join(k for keys in search_space.searched().values() for k in keys)})")
-    try:
-        outcome = run_search(search_space, base, search, best_config)
-    except SearchInterrupted as stopped:
-        typer.echo(str(stopped), err=True)
-        raise typer.Exit(130) from None
+    log_path = driver.local_root(storage) / f"{search.name}.log"
+    with run_log.capture(log_path, debug=errors.debug) as log:
+        driver.connect(address, run_log=log)
+        typer.echo(f"search {search.name}: {num_samples} trials of {search_space.objective} "
+                   f"({', '.join(k for keys in search_space.searched().values() for k in keys)}); Ray's and the "
+                   f"workers' log: {log_path}")
+        try:
+            outcome = run_search(search_space, base, search, best_config)
+        except SearchInterrupted as stopped:
+            typer.echo(str(stopped), err=True)
+            raise typer.Exit(130) from None
     stopped = sum(t.stopped_early for t in outcome.trials)
     typer.echo(f"done: {len(outcome.trials)} trials ({stopped} stopped early by ASHA); best STS14 "
                f"{outcome.best_sts14:.2f} (trial {outcome.best_trial}); MLflow parent run {outcome.parent_run_id}")
@@ -103,7 +107,8 @@ def ablation(
                                                    "reference rows; with their claims); default: every row"),
     protocol: str = typer.Option("full", help="evaluation protocol: full (SentEval, 10-fold) or fast (5-fold)"),
     component_fit: str = typer.Option("subset", help="where every row's top principal component is fitted: subset "
-                                                     "(each STS subset) or task (see `skipview evaluate --help`)"),
+                                                     "(each STS subset), subset-stacked, subset-sides or task (see "
+                                                     "`skipview evaluate --help`)"),
     tasks: Optional[str] = typer.Option(None, help="comma-separated evaluation tasks (default: every task behind "
                                                    "the report's columns; tasks without data are skipped)"),
     workers: int = typer.Option(1, min=1, help="Ray Train workers per model"),
@@ -126,11 +131,13 @@ def ablation(
     seeds. Every view of every model is evaluated; the report gives mean +- std over seeds, training hours and
     sentences seen, and checks the paper's directions. Finished runs are kept: rerunning continues the study.
     """
-    from skipview.platform.training import driver
+    from skipview.platform.evaluation.encoding import COMPARABLE_FITS
+    from skipview.platform.training import driver, run_log
     from skipview.platform.training.config import load_settings
     from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, check_objective_settings, run_study
     from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
     from skipview.platform.tuning.report import build_report
+
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -144,9 +151,9 @@ def ablation(
         raise typer.BadParameter(one_line(error)) from error
     if protocol not in ("full", "fast"):
         raise typer.BadParameter(f"--protocol must be full or fast, got {protocol!r}")
-    if component_fit not in ("subset", "task"):
-        raise typer.BadParameter(f"--component-fit must be subset or task (the same for models and baselines), "
-                                 f"got {component_fit!r}")
+    if component_fit not in COMPARABLE_FITS:
+        raise typer.BadParameter(f"--component-fit must be one of {', '.join(COMPARABLE_FITS)} (the same for models "
+                                 f"and baselines), got {component_fit!r}")
     if not report_only:
         study = StudySettings(name=name, storage=storage, experiment=experiment, seeds=seeds, first_seed=first_seed,
                               references=references,
@@ -158,8 +165,11 @@ def ablation(
             driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)
         except (FileNotFoundError, ValueError) as error:
             raise typer.BadParameter(one_line(error)) from error
-        driver.connect(address)
-        records = run_study(study_matrix, base, study)
+        log_path = driver.local_root(storage) / f"{name}.log"
+        with run_log.capture(log_path, debug=errors.debug) as log:
+            driver.connect(address, run_log=log)
+            typer.echo(f"study {name}: Ray's and the workers' log: {log_path}")
+            records = run_study(study_matrix, base, study)
         typer.echo(f"study {name}: {sum(not r['skipped'] for r in records)} runs done now, "
                    f"{sum(r['skipped'] for r in records)} already recorded")
     paths = build_report(store.client(), experiment, study_matrix, report_dir, references=references)
@@ -191,7 +201,7 @@ def study_run(
 ) -> None:
     """Train and evaluate every (cell, seed) of the study not yet recorded, writing each finished run's record and
     the report as it lands; rerunning resumes (an interrupted model continues from its last checkpoint)."""
-    from skipview.platform.training import driver
+    from skipview.platform.training import driver, run_log
     from skipview.platform.tuning.ablation import run_study
     from skipview.platform.tuning.report import build_report, read_records
 
@@ -209,14 +219,17 @@ def study_run(
         driver.check_local_resources(settings.workers, settings.cpus_per_worker, settings.gpus_per_worker, address)
     except (FileNotFoundError, ValueError) as error:
         raise typer.BadParameter(one_line(error)) from error
-    driver.connect(address)
 
     def report() -> None:
         build_report(store.client(), study.name, study.matrix, study.report_dir, references=study.spec.references,
                      records=True)
 
     recorded = {(r.cell, r.seed) for r in read_records(study.report_dir)}
-    records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
+    log_path = driver.local_root(storage) / f"{study.name}.log"
+    with run_log.capture(log_path, debug=errors.debug) as log:
+        driver.connect(address, run_log=log)
+        typer.echo(f"study {study.name}: Ray's and the workers' log: {log_path}")
+        records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
     report()
     typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
                f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")

@@ -258,7 +258,9 @@ def _close_children(client, search: SearchSettings, trials: list[TrialSummary]) 
             continue
         if trial.stopped_early:
             client.set_tag(run_id, STOPPED_TAG, f"step {trial.last_step}")
-        if client.get_run(run_id).info.status == "RUNNING":
+        found = client.get_run(run_id)
+        # still RUNNING, or closed as KILLED by another process that found the trial's process gone (store.py)
+        if found.info.status == "RUNNING" or store.ORPHAN_TAG in found.data.tags:
             client.set_terminated(run_id, "KILLED" if trial.stopped_early else "FAILED")
 
 

@@ -69,7 +69,7 @@ class StudyFile(_Strict):
     references: bool = True
     tasks: list[str] = list(REPORT_TASKS)
     protocol: Literal["full", "fast"] = "full"
-    component_fit: Literal["subset", "task"] = "subset"
+    component_fit: Literal["subset", "subset-stacked", "subset-sides", "task"] = "subset"
     workers: int = Field(1, ge=1)
     cpus_per_worker: float = Field(1, gt=0)
     gpus_per_worker: float = Field(0, ge=0)

@@ -37,6 +37,20 @@ def test_save_load_round_trip_gives_identical_vectors(encoder, tmp_path, mode):
     assert not [p for p in tmp_path.iterdir() if p.name != "model"]     # no staging leftovers
 
 
+def test_the_loaded_word_vectors_map_the_file_copy_on_write(encoder, tmp_path):
+    path = encoder.save(tmp_path / "model")
+    loaded = SentenceEncoder.load(path)
+    stored = np.load(path / "word_vectors.npy")
+    # the tensor's memory is the file's mapping (the page cache, shared), not a private copy
+    pointer = loaded.word_vectors.data_ptr()
+    mapped = [line.split()[0].split("-") for line in open("/proc/self/maps") if line.rstrip().endswith(
+        str((path / "word_vectors.npy").resolve()))]
+    assert any(int(start, 16) <= pointer < int(end, 16) for start, end in mapped)
+    assert np.array_equal(loaded.word_vectors.numpy(), stored)
+    loaded.word_vectors[1] += 1.0                                       # a write stays in this process
+    assert np.array_equal(np.load(path / "word_vectors.npy"), stored)
+
+
 def test_save_refuses_to_overwrite_a_foreign_directory(encoder, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="not a model directory"):

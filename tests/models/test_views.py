@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skipview.models import registry
+from skipview.models import registry, views
 from skipview.models.batching import Sentences, WindowBatch
 from torch.nn.utils.rnn import pack_padded_sequence
 
@@ -147,6 +147,26 @@ def test_pad_row_of_the_word_vectors_is_zero_and_bad_matrices_are_rejected():
         frozen_word_vectors(np.full((5, 3), np.nan), 5)
 
 
+def test_a_read_only_memory_mapped_table_is_shared_not_copied(tmp_path, monkeypatch):
+    table = np.arange(15, dtype=np.float32).reshape(5, 3)
+    table[0] = 0.0
+    np.save(tmp_path / "vectors.npy", table)
+    mapped = np.load(tmp_path / "vectors.npy", mmap_mode="r")
+    matrix = frozen_word_vectors(mapped, 5)
+    assert np.shares_memory(matrix.numpy(), mapped) and torch.equal(matrix, torch.from_numpy(table))
+    # a table whose <pad> row is not zero cannot be used in place: it is copied, the copy's row zeroed
+    table[0] = 1.0
+    np.save(tmp_path / "vectors.npy", table)
+    copied = frozen_word_vectors(np.load(tmp_path / "vectors.npy", mmap_mode="r"), 5)
+    assert torch.all(copied[0] == 0) and torch.equal(copied[1:], torch.from_numpy(table[1:]))
+    # the finiteness check reads the table in row blocks; a NaN in the last block is still found
+    monkeypatch.setattr(views, "_ROWS_PER_CHECK", 2)
+    table[0], table[4, 1] = 0.0, np.nan
+    np.save(tmp_path / "vectors.npy", table)
+    with pytest.raises(ValueError, match="NaN"):
+        frozen_word_vectors(np.load(tmp_path / "vectors.npy", mmap_mode="r"), 5)
+
+
 @pytest.mark.parametrize("name", ["disc", "gen"])
 def test_frozen_word_vectors_receive_no_gradient(topic_corpus, name):
     corpus = topic_corpus.train
@@ -166,3 +186,43 @@ def test_frozen_word_vectors_receive_no_gradient(topic_corpus, name):
     optimiser.step()
     assert objective.word_vectors.grad is None
     assert torch.equal(objective.word_vectors, before)
+
+
+def test_usif_weighted_g_is_w_times_the_mean_of_weighted_unit_word_vectors_and_is_saved_with_the_model(
+        topic_corpus, tmp_path):
+    """g with ``g_word_weights: usif`` reads each word as uSIF does (unit vector times a / (a/2 + p(w)), p from the
+    corpus counts), computed by hand here; the factors are part of the saved model, and the plain g is unchanged."""
+    from skipview.models.encoder import SentenceEncoder
+    from skipview.models.word_weights import usif_weights
+
+    from skipview.models.vocab import Vocab
+
+    corpus, vectors = topic_corpus.train, topic_corpus.word_vectors
+    # uSIF's a needs some word above p = 1 - (1 - 1/|V|)^11 (0.099 for this vocabulary): one filler word made common
+    counts = corpus.vocab.counts.copy()
+    counts[corpus.vocab.index["fill0"]] = counts.sum()
+    vocab = Vocab(corpus.vocab.words, counts)
+    objective = registry.build_objective("disc", {"views": "fg", "hidden_size": 4, "g_word_weights": "usif"},
+                                         vocab=vocab, word_vectors=vectors)
+    g = objective.encoders["g"]
+    from skipview.models.batching import iterate_batches
+    sentences = next(iterate_batches(corpus, objective.example_kind, 6, seed=0, epoch=0)).sentences
+    weights = usif_weights(counts)
+    expected = []
+    for row, n in enumerate(sentences.lengths.tolist()):
+        ids = sentences.ids[row, :n].numpy()
+        unit = vectors[ids] / np.linalg.norm(vectors[ids], axis=1, keepdims=True)
+        expected.append(g.linear.weight.detach().numpy() @ (unit * weights[ids, None]).mean(0))
+    got = g.represent_words(sentences, objective.word_vectors)
+    np.testing.assert_allclose(got.detach().numpy(), np.stack(expected), rtol=1e-4, atol=1e-6)
+    assert "word_scale" not in dict(objective.encoders["f"].named_buffers())      # f reads the plain vectors
+
+    encoder = objective.sentence_encoder(corpus.tokenizer, corpus.vocab)
+    texts = topic_corpus.held_out_sentences[:5]
+    before = encoder.encode(texts, view="g", postprocessing="none")
+    loaded = SentenceEncoder.load(encoder.save(tmp_path / "model"))
+    np.testing.assert_allclose(loaded.encode(texts, view="g", postprocessing="none"), before, rtol=1e-5, atol=1e-6)
+
+    plain = registry.build_objective("disc", {"views": "g", "hidden_size": 4}, vocab=corpus.vocab,
+                                     word_vectors=vectors).encoders["g"]
+    assert plain.config() == {"input_dim": vectors.shape[1], "output_dim": 8}         # old models load as before

@@ -38,6 +38,24 @@ def test_a_directory_that_is_not_a_prepared_corpus_fails_before_ray(tmp_path, ca
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("command", ["train", "evaluate", "neighbours"])
+def test_a_cut_vectors_file_is_refused_in_one_line_that_names_it(command, data, tmp_path, capsys):
+    import shutil
+
+    corpus, wordvecs = data
+    cut = shutil.copytree(wordvecs, tmp_path / "wordvecs")
+    matrix = cut / "vectors.npy"
+    matrix.write_bytes(matrix.read_bytes()[:90])                    # inside NumPy's header
+    args = {"train": ["train", "--objective", "disc", "--corpus", str(corpus), "--wordvecs", str(cut),
+                      "--storage", str(tmp_path / "runs")],
+            "evaluate": ["evaluate", "--baseline", "avg", "--wordvecs", str(cut), "--senteval-dir", str(tmp_path),
+                         "--tasks", "sts14"],
+            "neighbours": ["neighbours", "words", "w1", "--wordvecs", str(cut)]}[command]
+    assert run(args) != 0
+    line = one_error_line(capsys)
+    assert f"{matrix}: not a readable NumPy array" in line
+
+
 def test_a_missing_model_directory_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys):
     args = ["evaluate", "--model", str(tmp_path / "nope"), "--senteval-dir", str(tmp_path)]
     assert run(args) == 1

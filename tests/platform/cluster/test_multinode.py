@@ -106,10 +106,14 @@ def cluster(object_store, env_patch, tmp_path_factory):
         dashboard = free_port()
         cluster = Cluster()
         try:
+            # the head's dashboard takes `skipview submit`'s jobs through its agent's HTTP port, whose default (52365)
+            # any other Ray on the machine may hold: then the agent runs without it and every submit is answered "No
+            # available agent" (three failures of this test beside a training), so each node gets a free one
             cluster.add_node(num_cpus=1, resources={"node_a": 1}, env_vars={"TMPDIR": str(nodes["node_a"])},
-                             # the head's dashboard takes `skipview submit`'s jobs
-                             include_dashboard=True, dashboard_host="127.0.0.1", dashboard_port=dashboard)
-            cluster.add_node(num_cpus=1, resources={"node_b": 1}, env_vars={"TMPDIR": str(nodes["node_b"])})
+                             include_dashboard=True, dashboard_host="127.0.0.1", dashboard_port=dashboard,
+                             dashboard_agent_listen_port=free_port())
+            cluster.add_node(num_cpus=1, resources={"node_b": 1}, env_vars={"TMPDIR": str(nodes["node_b"])},
+                             dashboard_agent_listen_port=free_port())
             cluster.wait_for_nodes()
             break
         except Exception:
@@ -150,6 +154,7 @@ def test_two_node_training_survives_a_killed_worker_through_the_object_store(
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
+    output += (tmp_path / "runs" / "multinode.log").read_text()       # Ray's and the workers' log (./runs: s3 storage)
 
     import ray
 

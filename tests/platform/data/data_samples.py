@@ -52,3 +52,21 @@ def tar_gz(folder: Path, archive: Path) -> Path:
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(folder, arcname=folder.name)
     return archive
+
+
+def write_generated_books(folder: Path, books: int, sentences_per_book: int, seed: int = 0) -> Path:
+    """``books`` plain-text books of random sentences over a small made-up vocabulary: a corpus as large as a test
+    needs (about 60 bytes a sentence), e.g. one that keeps ``prepare`` busy for seconds."""
+    import random
+
+    rng = random.Random(seed)
+    words = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "pu", "ri", "so", "tu") for b in ("n", "s", "l", "rt", "ve")]
+    (folder / "books").mkdir(parents=True)
+    for book in range(books):
+        lines = []
+        for sentence in range(sentences_per_book):
+            lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(5, 14))).capitalize() + ".")
+            if sentence % 6 == 5:
+                lines.append("")                    # a paragraph of six sentences
+        (folder / "books" / f"book{book:03d}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder

@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sentencex import segment
+from typer.testing import CliRunner
 
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, UNK
+from skipview.platform.cli import app
 from skipview.platform.data.prepare import PrepareOptions, prepare_corpus
 
 from data_samples import ARTICLES, BOOK_A, BOOK_B, REAL_DATA
@@ -110,6 +112,16 @@ def test_vocabulary_cuts_map_rare_words_to_unk(books_corpus, tmp_path):
     top = PreparedCorpus(tmp_path / "top")
     assert top.vocab.words == reference.vocab.words[:10]
     assert int(top.tokens.max()) == 9
+
+
+def test_the_vocabulary_is_capped_at_a_million_words_unless_asked_otherwise(books_corpus, tmp_path):
+    # the cap bounds a corpus of any size (the papers' vocabularies were bounded); 0 on the command line lifts it
+    assert PrepareOptions().max_vocab == 1_000_000
+    for arguments, expected in (([], 1_000_000), (["--max-vocab", "0"], None), (["--max-vocab", "12"], 12)):
+        out = tmp_path / f"cap{expected}"
+        done = CliRunner().invoke(app, ["data", "prepare", str(books_corpus), str(out), "--no-progress", *arguments])
+        assert done.exit_code == 0, done.output
+        assert json.loads((out / "meta.json").read_text())["options"]["max_vocab"] == expected
 
 
 def test_lowercase_option(books_corpus, tmp_path):

@@ -74,6 +74,17 @@ def test_word_neighbours(tiny_wordvecs):
     assert result.exit_code != 0 and "none of zebra is in the word table" in result.output
 
 
+def test_word_neighbours_lower_cases_the_queries_as_the_corpus_was(tiny_wordvecs):
+    result = runner.invoke(app, ["neighbours", "words", "Cat", "DOG", "--wordvecs", str(tiny_wordvecs), "--k", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["Cat: dog (0.99)", "DOG: cat (0.99)"]
+    meta = json.loads((tiny_wordvecs / "meta.json").read_text())
+    meta["tokenizer"]["lowercase"] = False                  # a cased corpus: "Cat" is another word than "cat"
+    (tiny_wordvecs / "meta.json").write_text(json.dumps(meta))
+    result = runner.invoke(app, ["neighbours", "words", "Cat", "--wordvecs", str(tiny_wordvecs)])
+    assert result.exit_code != 0 and "none of Cat is in the word table" in result.output
+
+
 def test_tsne_writes_png(tmp_path, tiny_wordvecs):
     data = _mini_senteval(tmp_path / "senteval")
     png = tmp_path / "plots" / "mpqa.png"

@@ -145,6 +145,24 @@ def test_sts_is_encoded_per_subset_only_for_encoders_that_fit_per_subset(real_se
                                                                                    real_senteval)["sts14.pearson.mean"]
 
 
+def test_the_released_evaluations_fits_see_each_subsets_sentences_with_their_repeats(real_senteval):
+    """uSIF's released evaluation fits on a subset's A and B sentences stacked, Arora et al.'s on each side alone,
+    both with repeats; ``subset`` on the subset's distinct sentences. STS13's OnWN repeats sentences (1,122 read,
+    854 distinct), so the three calls differ there and the scores with them."""
+    from skipview.platform.evaluation.datasets import load_task
+
+    splits = load_task("sts13", real_senteval).splits
+    seen = {}
+    for fit in ("subset", "subset-stacked", "subset-sides"):
+        encoder = _Recording(fit)
+        seen[fit] = run_tasks(encoder, ["sts13"], real_senteval)["sts13.OnWN.pearson"], encoder.calls
+    assert seen["subset"][1] == [len(set(s.a + s.b)) for s in splits.values()]
+    assert seen["subset-stacked"][1] == [2 * len(s.a) for s in splits.values()]
+    assert seen["subset-sides"][1] == [n for s in splits.values() for n in (len(s.a), len(s.b))]
+    assert len(set(splits["OnWN"].a + splits["OnWN"].b)) < 2 * len(splits["OnWN"].a)
+    assert len({round(score, 6) for score, _ in seen.values()}) == 3
+
+
 def test_sts14_objective_on_real_data(real_senteval):
     class ByLength:
         """Sentence length as a 2-d vector: weakly informative, deterministic."""

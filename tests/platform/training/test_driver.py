@@ -1,6 +1,7 @@
 """Driver bookkeeping: run names, --resume lookup, objective config with defaults in params and tags."""
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -104,6 +105,13 @@ def test_inputs_every_worker_would_fail_on_fail_on_the_driver_first(tiny_data, t
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match=f"{empty / 'vectors.npy'}: missing"):
         driver.check_inputs(settings.model_copy(update={"wordvecs": str(empty)}))
+    # vectors of another vocabulary: a word changed, a word missing, a word more
+    words = (wordvecs / "vocab.tsv").read_text().splitlines(keepends=True)
+    for changed in (words[:5] + ["other\t1\n"] + words[6:], words[:-1], words + ["extra\t1\n"]):
+        other = shutil.copytree(wordvecs, tmp_path / f"other{len(changed)}{changed[5][:5]}")
+        (other / "vocab.tsv").write_text("".join(changed))
+        with pytest.raises(ValueError, match=f"vocab.tsv of {len(changed)} words\\) are not aligned"):
+            driver.check_inputs(settings.model_copy(update={"wordvecs": str(other)}))
 
 
 def test_a_worker_group_larger_than_the_local_ray_is_refused_before_ray_starts(monkeypatch):

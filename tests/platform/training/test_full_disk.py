@@ -43,10 +43,15 @@ def test_a_full_storage_fails_in_one_line_and_resumes_once_there_is_room(tiny_da
         run_dir = disk / "runs" / "full"
         first = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert first.returncode == 1, first.stdout[-2000:] + first.stderr[-3000:]
+        log = disk / "runs" / "full.log"
         assert re.fullmatch(rf"error: {run_dir}: no space left on its file system \(.* free of .*\): a checkpoint "
-                            r"needs \d.* kB; free space .* resumes from the last complete checkpoint .*",
-                            driver_error(first.stderr)), first.stderr[-3000:]
+                            r"needs \d.* kB; free space .* resumes from the last complete checkpoint; "
+                            rf"Ray's and the workers' log: {log} .*", driver_error(first.stderr)), first.stderr[-3000:]
         assert "CheckpointManagerInitializationError" not in first.stderr
+        # skipview's own lines only (the run, its progress, the error, last); Ray's and the workers' in the log
+        printed = (first.stdout + first.stderr).splitlines()
+        assert len(printed) <= 4 and all(line.startswith(("run full:", "error:")) for line in printed), printed
+        assert printed[-1].startswith("error:") and "Traceback" in log.read_text()
         record = json.loads((run_dir / SNAPSHOT).read_text())
         assert record["latest_checkpoint_result"]["metrics"]["step"] == 2 * EVERY
         folders = sorted(p for p in run_dir.glob("checkpoint_*") if p.is_dir())
@@ -65,7 +70,7 @@ def test_a_full_storage_fails_in_one_line_and_resumes_once_there_is_room(tiny_da
         resize(disk, "4m")
         second = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-3000:]
-        assert re.search(rf"rank 0 resumed at step {2 * EVERY} ", second.stdout + second.stderr)
+        assert re.search(rf"rank 0 resumed at step {2 * EVERY} ", log.read_text())
         assert not cut.exists()
     runs = client.search_runs([client.get_experiment_by_name("full-disk").experiment_id])
     assert [r.info.status for r in runs] == ["FINISHED"]          # the same run, continued

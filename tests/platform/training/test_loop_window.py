@@ -25,7 +25,7 @@ BATCH = PairBatch(Sentences.from_arrays([np.array([4, 5, 6]), np.array([7])]), S
 @pytest.fixture
 def tracker(tmp_path) -> Tracker:
     config = {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db", "experiment": "loop", "run_key": "runs/a",
-              "run_name": "a", "params": {}, "tags": {}}
+              "run_name": "a", "params": {}, "tags": {}, "driver": store.driver_tags()}
     return Tracker(config, rank=0, run_id=None)
 
 

@@ -1,5 +1,6 @@
-"""`skipview train` end to end: the whole driver (and the local Ray it started) is killed after a checkpoint;
-relaunching the same command resumes the run from that checkpoint into the same MLflow run."""
+"""`skipview train` end to end: the whole driver (and the local Ray it started) is killed after a checkpoint; the next
+process to open the store marks its MLflow run KILLED, and relaunching the same command resumes the run from that
+checkpoint into the same MLflow run."""
 
 from __future__ import annotations
 
@@ -56,18 +57,23 @@ def test_killed_driver_resumes_when_relaunched(tiny_data, tmp_path):
     killed_after = json.loads((tmp_path / "runs" / "relaunch" / "checkpoint_manager_snapshot.json").read_text())
     assert killed_after["latest_checkpoint_result"]["metrics"]["step"] < STEPS, "killed too late to test resuming"
     assert not (tmp_path / "metrics.json").exists()
+    # the next process to open the store closes the run its dead driver left RUNNING
+    client = store.client(uri)
+    killed = client.search_runs([client.get_experiment_by_name("relaunch-test").experiment_id])
+    assert [r.info.status for r in killed] == ["KILLED"] and store.ORPHAN_TAG in killed[0].data.tags
 
     second = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     record = json.loads((tmp_path / "metrics.json").read_text())
     assert record["metrics"]["step"] == STEPS
     assert (tmp_path / "model" / "config.json").is_file()
-    client = store.client(uri)
     experiment = client.get_experiment_by_name("relaunch-test")
-    assert len(client.search_runs([experiment.experiment_id])) == 1, "the relaunch opened a second MLflow run"
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1, "the relaunch opened a second MLflow run"
+    assert runs[0].info.status == "FINISHED"
     steps = sorted(m.step for m in client.get_metric_history(record["mlflow_run_id"], "loss"))
     assert steps == list(range(1, STEPS + 1))          # each step once: the replayed ones are not logged again
-    resumed = re.search(r"rank 0 resumed at step (\d+)", second.stdout + second.stderr)
+    resumed = re.search(r"rank 0 resumed at step (\d+)", (tmp_path / "runs" / "relaunch.log").read_text())
     assert resumed, "the relaunch started again from step 1 instead of the checkpoint"
     # the snapshot read after the kill can lag a checkpoint Ray had already written: at least that one
     assert killed_after["latest_checkpoint_result"]["metrics"]["step"] <= int(resumed.group(1)) < STEPS
