@@ -2,18 +2,22 @@
 
 The device tool's machine (reports/benchmarks/gpu_platform.md) has torch, numpy, pyarrow, pandas, aiohttp, grpcio,
 requests, pyyaml, rich and typer, but no network, no Ray, MLflow or pydantic, and receives at most 64 MiB per call
-(the checkout that travels included). So the bundle carries, under the git-ignored ``.gpu_bundle/``:
+(the checkout that travels included). The packages (~35 MiB) and the novels with the news (~25 MiB of token ids,
+plus the vectors) do not fit one call beside the checkout, so the bundle is two parts, one per call, under the
+git-ignored ``.gpu_bundle/``; each part, with the checkout, fits 64 MiB:
 
-* ``site-cpXY.tar.xz``: the packages the image lacks (Ray, MLflow with its SQLite store, pydantic), installed here for the machine's Python with
-  ``pip install --target`` (Ray trimmed, ``RAY_UNUSED``; native code stripped of symbols). Installed here rather than carried as wheels because the trimmed Ray is no wheel, and one xz stream
-  over the installed tree is smaller than the wheels' per-file deflate.
-* ``data.tar.xz``: one prepared corpus and its word vectors, packed to fit (``pack_data``), and the SentEval folders
-  the STS evaluation reads.
-* ``manifest.json``: the Python it was built for, the packages and versions, what the packing changed, the sizes.
+* ``packages/``: ``site-cpXY.tar.xz``, the packages the image lacks (Ray, MLflow with its SQLite store, pydantic),
+  installed here for the machine's Python with ``pip install --target`` (Ray trimmed, ``RAY_UNUSED``; native code
+  stripped of symbols). Installed here rather than carried as wheels because the trimmed Ray is no wheel, and one xz
+  stream over the installed tree is smaller than the wheels' per-file deflate. The first call unpacks it into the
+  git-ignored ``.gpu_work/``, which the warm machine keeps for the second call.
+* ``data/``: ``data.tar.xz`` (one prepared corpus, packed by ``pack_data``, and the SentEval folders the STS
+  evaluation reads) and ``vectors.tar`` (its word vectors, as many rows as the room left allows).
+* each part's ``manifest.json``: what it holds, what the packing changed, the sizes.
 
     python scripts/gpu_bundle.py build --corpus data/novels_news/prepared --wordvecs data/novels_news/wordvecs \\
         --senteval ../shared/data/senteval/downstream [--python 3.12] [--out .gpu_bundle]
-    python3 scripts/gpu_bundle.py unpack --bundle .gpu_bundle --to WORK     # on the GPU machine (gpu_run.sh)
+    python3 scripts/gpu_bundle.py unpack --bundle .gpu_bundle/packages --to WORK    # on the GPU machine (gpu_run.py)
 
 What the packing changes (the manifest says it again with the numbers of the corpus at hand):
 
@@ -158,18 +162,16 @@ def evaluation_words(senteval: Path, tokenizer, vocab) -> np.ndarray:
     return np.array(sorted(ids), dtype=np.int64)
 
 
-def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len: int, share: float = 1.0) -> dict:
-    """Write the corpus (its first documents up to ``share`` of its sentences, each sentence cut at ``max_len``)
-    and the SentEval folders in their packed form under ``staging``; return what changed."""
+def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len: int) -> dict:
+    """Write the corpus (each sentence cut at ``max_len``) and the SentEval folders in their packed form under
+    ``staging``; return what changed."""
     from skipview.models.corpus import PreparedCorpus
 
     corpus = PreparedCorpus(corpus_dir)
-    documents = int(np.searchsorted(corpus.doc_index, share * corpus.num_sentences, side="left")) \
-        if share < 1 else corpus.num_documents
-    sentences = int(corpus.doc_index[documents]) if documents < corpus.num_documents else corpus.num_sentences
-    lengths = np.diff(np.asarray(corpus.offsets[:sentences + 1], dtype=np.int64))
+    offsets = np.asarray(corpus.offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
     kept = np.minimum(lengths, max_len)
-    starts = np.asarray(corpus.offsets[:sentences], dtype=np.int64)
+    starts = offsets[:-1]
     new_starts = np.concatenate([[0], np.cumsum(kept)[:-1]])
     positions = np.repeat(starts - new_starts, kept) + np.arange(int(kept.sum()), dtype=np.int64)
     tokens = np.asarray(corpus.tokens[positions], dtype=np.uint32)
@@ -179,20 +181,18 @@ def pack_data(corpus_dir: Path, senteval: Path | None, staging: Path, *, max_len
     np.save(staging / "corpus" / "high_positions.npy", high)
     np.save(staging / "corpus" / "high_values.npy", (tokens[high] >> 16).astype(np.uint16))
     np.save(staging / "corpus" / "lengths.npy", kept.astype(np.uint8 if max_len < 256 else np.uint16))
-    meta = {**corpus.meta, "sentences": sentences, "documents": documents,
-            "gpu_bundle": {"max_len": max_len, "share": share, "sentences_before": corpus.num_sentences,
-                           "tokens_after": int(kept.sum())}}
+    meta = {**corpus.meta, "gpu_bundle": {"max_len": max_len, "tokens_after": int(kept.sum())}}
     (staging / "corpus" / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    np.save(staging / "corpus" / "doc_index.npy", np.asarray(corpus.doc_index[:documents], dtype=np.int64))
+    np.save(staging / "corpus" / "doc_index.npy", np.asarray(corpus.doc_index, dtype=np.int64))
     shutil.copyfile(corpus_dir / "vocab.tsv", staging / "corpus" / "vocab.tsv")
     copied = []
     for folder in SENTEVAL_FOLDERS if senteval else ():
         if (senteval / folder).is_dir():
             shutil.copytree(senteval / folder, staging / "senteval" / folder)
             copied.append(folder)
-    return {"sentences": int(len(lengths)), "of_sentences": corpus.num_sentences, "documents": documents,
-            "max_len": max_len, "tokens": int(lengths.sum()),
-            "tokens_kept": int(kept.sum()), "sentences_truncated": int((lengths > max_len).sum()),
+    return {"sentences": corpus.num_sentences, "documents": corpus.num_documents, "max_len": max_len,
+            "tokens": int(lengths.sum()), "tokens_kept": int(kept.sum()),
+            "sentences_truncated": int((lengths > max_len).sum()),
             "ids_above_65535": int(len(high)), "senteval_folders": copied}
 
 
@@ -211,35 +211,29 @@ def pack_vectors(vectors: np.ndarray, shipped: np.ndarray, wordvecs_dir: Path, s
 
 
 def vectors_archive(corpus_dir: Path, wordvecs_dir: Path, senteval: Path | None, archive: Path, *, rows: int | None,
-                    room: int, preset: int, scratch: Path) -> dict:
+                    room: int, scratch: Path) -> dict:
     """``archive`` with the vectors of every evaluation word and of the ``rows`` most frequent words; ``rows``
-    None: as many as fit in ``room`` bytes (ids are by frequency, so the first K ids are the K most frequent)."""
+    None: as many as fit in ``room`` bytes (ids are by frequency, so the first K ids are the K most frequent).
+    A plain tar: xz shrinks int8 vectors by ~6 % (measured on 10,000 rows of the novels' vectors), which is not
+    worth its minutes here, and uncompressed their size is known before writing them."""
     from skipview.models.corpus import PreparedCorpus
     from skipview.platform.training.objectives import aligned_word_vectors
 
     corpus = PreparedCorpus(corpus_dir)
     vectors = aligned_word_vectors(wordvecs_dir, corpus.vocab)
     eval_ids = evaluation_words(senteval, corpus.tokenizer, corpus.vocab) if senteval else np.array([], np.int64)
-
-    def write(most_frequent: int) -> int:
-        shutil.rmtree(scratch, ignore_errors=True)
-        pack_vectors(vectors, np.union1d(np.arange(most_frequent), eval_ids), wordvecs_dir, scratch)
-        write_xz(scratch, archive, preset)
-        return archive.stat().st_size
-
     if rows is None:
-        probe = min(10_000, len(vectors))                 # bytes per extra row, measured on the next 10,000
-        base, more = write(0), write(probe)
-        per_row = max((more - base) / max(len(np.setdiff1d(np.arange(probe), eval_ids)), 1), 1.0)
-        rows = min(int(probe + (room - more) / per_row * 0.98), len(vectors))
-        while rows > 0 and write(rows) > room:
-            rows = int(rows * 0.97)
-        if rows <= 0:
+        per_row = vectors.shape[1] + 4 + 4                  # int8 values, the float32 scale, the uint32 row id
+        headers = 64 * 1024                                 # the tar's and the .npy files' headers, meta.json
+        candidates = np.arange(len(vectors) + 1)             # shipped(K) = K + the evaluation words at ids >= K
+        shipped_rows = candidates + len(eval_ids) - np.searchsorted(eval_ids, candidates)
+        rows = int(np.searchsorted(shipped_rows * per_row + headers, room, side="right")) - 1
+        if rows < 0:
             raise SystemExit(f"error: {archive}: not even the evaluation words' vectors fit in the "
                              f"{room / 2**20:.1f} MiB left: lower --max-len or carry less")
-    else:
-        write(rows)
     shipped = np.union1d(np.arange(min(rows, len(vectors))), eval_ids)
+    pack_vectors(vectors, shipped, wordvecs_dir, scratch)
+    write_archive(scratch, archive, preset=None)
     counts = np.bincount(np.asarray(corpus.tokens, dtype=np.int64), minlength=len(vectors))
     zeroed = np.setdiff1d(np.flatnonzero(np.abs(vectors).max(axis=1) > 0), shipped)
     return {"vocab": int(len(vectors)), "vector_rows_shipped": int(len(shipped)), "most_frequent_rows": int(rows),
@@ -248,25 +242,34 @@ def vectors_archive(corpus_dir: Path, wordvecs_dir: Path, senteval: Path | None,
             "vector_quantisation": "int8, one float32 scale per row (max |v| / 127)"}
 
 
-def unpack(bundle: Path, work: Path) -> dict:
-    """On the GPU machine: the packages under WORK/site, the corpus, vectors and SentEval data under WORK/data;
-    returns the seconds each part took."""
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    want, have = manifest["python"], f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if want != have:
-        raise SystemExit(f"error: {bundle}/manifest.json: the bundle's packages are for Python {want}, this python3 "
-                         f"is {have}: rebuild with scripts/gpu_bundle.py build --python {have}")
+def unpack(part: Path, work: Path) -> dict:
+    """On the GPU machine: one part of the bundle into WORK, the packages into WORK/site (the first call) or the
+    corpus, vectors and SentEval data into WORK/data (the second); returns the seconds each step took."""
+    manifest = json.loads((part / "manifest.json").read_text())
     timings = {}
-    for archive, target in ((manifest["site_archive"], work / "site"), ("data.tar.xz", work / "packed"),
-                            ("vectors.tar.xz", work / "packed" / "wordvecs")):
+
+    def extract(archive: str, target: Path) -> None:
         start = time.time()
-        with tarfile.open(bundle / archive, "r:xz") as tar:
+        with tarfile.open(part / archive) as tar:         # xz or plain, as tarfile finds
             tar.extractall(target, filter="data")
         timings[archive] = round(time.time() - start, 1)
-    start = time.time()
-    decode_data(work / "packed", work / "data")
-    shutil.rmtree(work / "packed")
-    timings["decode"] = round(time.time() - start, 1)
+
+    if manifest.get("part") == "packages":
+        want, have = manifest["python"], f"{sys.version_info[0]}.{sys.version_info[1]}"
+        if want != have:
+            raise SystemExit(f"error: {part}/manifest.json: the bundle's packages are for Python {want}, this "
+                             f"python3 is {have}: rebuild with scripts/gpu_bundle.py build --python {have}")
+        extract(manifest["site_archive"], work / "site")
+    elif manifest.get("part") == "data":
+        extract("data.tar.xz", work / "packed")
+        extract("vectors.tar", work / "packed" / "wordvecs")
+        start = time.time()
+        decode_data(work / "packed", work / "data")
+        shutil.rmtree(work / "packed")
+        timings["decode"] = round(time.time() - start, 1)
+    else:
+        raise SystemExit(f"error: {part}/manifest.json: 'part' is {manifest.get('part')!r}, not packages or data "
+                         "(a bundle from before the split: rebuild it)")
     return timings
 
 
@@ -308,15 +311,17 @@ def travelling_tree_bytes(repository: Path) -> int:
                if name and (repository / name.decode()).is_file())
 
 
-def write_xz(source: Path, archive: Path, preset: int) -> None:
-    """A tar of ``source``'s contents, xz-compressed. The xz program where there is one: its threads compress
-    blocks of 16 MiB side by side (Python's lzma has one thread; 180 MB of packages take minutes); the GPU machine
-    reads either with Python's lzma, so it needs no xz program."""
+def write_archive(source: Path, archive: Path, preset: int | None) -> None:
+    """A tar of ``source``'s contents, xz-compressed at ``preset`` (None: plain). The xz program where there is
+    one: its threads compress blocks of 16 MiB side by side (Python's lzma has one thread; 180 MB of packages take
+    minutes); the GPU machine reads either with Python's lzma, so it needs no xz program."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path in sorted(source.rglob("*")):
             tar.add(path, arcname=str(path.relative_to(source)), recursive=False)
-    if shutil.which("xz"):
+    if preset is None:
+        archive.write_bytes(buffer.getvalue())
+    elif shutil.which("xz"):
         with open(archive, "wb") as out:
             subprocess.run(["xz", f"-{preset}", "--threads=0", "--block-size=16MiB", "--stdout"],
                            input=buffer.getvalue(), stdout=out, check=True)
@@ -324,51 +329,49 @@ def write_xz(source: Path, archive: Path, preset: int) -> None:
         archive.write_bytes(lzma.compress(buffer.getvalue(), preset=preset))
 
 
-def build(args: argparse.Namespace) -> dict:
+def build(args: argparse.Namespace) -> dict[str, dict]:
+    """Both parts under OUT (packages/, data/), each with its manifest; fails in one line if a part and the
+    checkout exceed the device tool's 64 MiB."""
     out = args.out.resolve()
-    started = time.time()
+    tree = travelling_tree_bytes(REPOSITORY)
     with tempfile.TemporaryDirectory(prefix="gpu_bundle-") as scratch:
         scratch = Path(scratch)
-        partial = scratch / "bundle"
-        partial.mkdir()
-        timings = {}
+        staged = scratch / "bundle"
+        (staged / "packages").mkdir(parents=True)
+        (staged / "data").mkdir()
         start = time.time()
         packages = carried(closure(args.python, scratch))
         install_site(args.python, packages, scratch / "site")
         site_archive = f"site-cp{args.python.replace('.', '')}.tar.xz"
-        write_xz(scratch / "site", partial / site_archive, args.preset)
-        timings["packages"] = round(time.time() - start, 1)
-        start = time.time()
-        data = pack_data(args.corpus, args.senteval, scratch / "data", max_len=args.max_len, share=args.share)
-        write_xz(scratch / "data", partial / "data.tar.xz", args.preset)
-        timings["data"] = round(time.time() - start, 1)
-        start = time.time()
-        tree = travelling_tree_bytes(REPOSITORY)
-        room = DEVICE_LIMIT_BYTES - tree - sum(p.stat().st_size for p in partial.iterdir()) - \
-            int(args.margin_mib * 2 ** 20)
-        data.update(vectors_archive(args.corpus, args.wordvecs, args.senteval, partial / "vectors.tar.xz",
-                                    rows=args.rows, room=room, preset=args.preset, scratch=scratch / "vectors"))
-        timings["vectors"] = round(time.time() - start, 1)
-        sizes = {p.name: p.stat().st_size for p in sorted(partial.iterdir())}
-        manifest = {
-            "python": args.python, "site_archive": site_archive, "packages": packages,
+        write_archive(scratch / "site", staged / "packages" / site_archive, args.preset)
+        manifests = {"packages": {
+            "part": "packages", "python": args.python, "site_archive": site_archive, "packages": packages,
             "left_out": sorted(LEAVE_OUT), "ray_removed": list(RAY_UNUSED), "stripped": ["*.so", *RAY_EXECUTABLES],
-            "data": data, "sources": {"corpus": str(args.corpus), "wordvecs": str(args.wordvecs),
-                                      "senteval": str(args.senteval) if args.senteval else None},
-            "xz_preset": args.preset, "bytes": sizes, "bundle_bytes": sum(sizes.values()),
-            "checkout_bytes": tree, "device_limit_bytes": DEVICE_LIMIT_BYTES,
-            "build_s": {**timings, "total": round(time.time() - started, 1)},
-        }
-        (partial / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+            "build_s": round(time.time() - start, 1)}}
+        start = time.time()
+        data = pack_data(args.corpus, args.senteval, scratch / "data", max_len=args.max_len)
+        write_archive(scratch / "data", staged / "data" / "data.tar.xz", args.preset)
+        room = DEVICE_LIMIT_BYTES - tree - (staged / "data" / "data.tar.xz").stat().st_size - \
+            int(args.margin_mib * 2 ** 20)
+        data.update(vectors_archive(args.corpus, args.wordvecs, args.senteval, staged / "data" / "vectors.tar",
+                                    rows=args.rows, room=room, scratch=scratch / "vectors"))
+        manifests["data"] = {"part": "data", "data": data, "build_s": round(time.time() - start, 1),
+                             "sources": {"corpus": str(args.corpus), "wordvecs": str(args.wordvecs),
+                                         "senteval": str(args.senteval) if args.senteval else None}}
+        for part, manifest in manifests.items():
+            sizes = {p.name: p.stat().st_size for p in sorted((staged / part).iterdir())}
+            manifest.update(xz_preset=args.preset, bytes=sizes, part_bytes=sum(sizes.values()), checkout_bytes=tree,
+                            call_bytes=sum(sizes.values()) + tree, device_limit_bytes=DEVICE_LIMIT_BYTES)
+            (staged / part / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if out.exists():
             shutil.rmtree(out)
-        shutil.move(partial, out)     # the bundle appears whole or not at all
-    total = manifest["bundle_bytes"] + tree
-    if total > DEVICE_LIMIT_BYTES and not args.no_limit:
-        raise SystemExit(f"error: {out}: the bundle ({manifest['bundle_bytes'] / 2**20:.1f} MiB) and the checkout "
-                         f"({tree / 2**20:.1f} MiB) make {total / 2**20:.1f} MiB, over the device tool's 64 MiB per "
-                         f"call: lower --rows or --max-len, or raise --margin-mib")
-    return manifest
+        shutil.move(staged, out)     # the bundle appears whole or not at all
+    for part, manifest in manifests.items():
+        if manifest["call_bytes"] > DEVICE_LIMIT_BYTES:
+            raise SystemExit(f"error: {out / part}: the part ({manifest['part_bytes'] / 2**20:.1f} MiB) and the "
+                             f"checkout ({tree / 2**20:.1f} MiB) make {manifest['call_bytes'] / 2**20:.1f} MiB, over "
+                             f"the device tool's 64 MiB per call: lower --rows or --max-len, or raise --margin-mib")
+    return manifests
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -383,22 +386,19 @@ def main(argv: list[str] | None = None) -> None:
     make.add_argument("--max-len", type=int, default=30, help="tokens kept per sentence (training's max_len)")
     make.add_argument("--rows", type=int, default=None, help="word vectors shipped: the most frequent words (plus "
                                                               "every evaluation word); default: as many as fit")
-    make.add_argument("--share", type=float, default=1.0, help="the corpus's first documents up to this share of "
-                                                                 "its sentences (the whole does not fit: gpu_platform.md)")
     make.add_argument("--margin-mib", type=float, default=1.5, help="left free under 64 MiB for the checkout to grow")
     make.add_argument("--preset", type=int, default=9, help="xz preset (0 fast .. 9 small)")
-    make.add_argument("--no-limit", action="store_true", help="do not fail over the device tool's 64 MiB")
-    take = commands.add_parser("unpack", help="on the GPU machine: packages and data into a work folder")
-    take.add_argument("--bundle", type=Path, required=True)
+    take = commands.add_parser("unpack", help="on the GPU machine: one part (packages or data) into a work folder")
+    take.add_argument("--bundle", type=Path, required=True, help="the part's folder, .gpu_bundle/packages or /data")
     take.add_argument("--to", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "build":
         for given in (args.corpus, args.wordvecs, args.senteval):
             if given is not None and not given.is_dir():
                 raise SystemExit(f"error: {given}: no such directory")
-        manifest = build(args)
-        print(json.dumps({k: manifest[k] for k in ("bytes", "bundle_bytes", "checkout_bytes", "build_s", "data")},
-                         indent=2))
+        manifests = build(args)
+        print(json.dumps({part: {k: manifest[k] for k in ("bytes", "call_bytes", "checkout_bytes", "build_s")}
+                          for part, manifest in manifests.items()} | {"data": manifests["data"]["data"]}, indent=2))
     else:
         print(json.dumps(unpack(args.bundle, args.to)))
 

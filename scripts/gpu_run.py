@@ -1,11 +1,15 @@
-"""skipview's platform on a lent GPU in one command (issue 40; the plan and its figures: reports/benchmarks/gpu_platform.md).
+"""skipview's platform on a lent GPU in two commands (issue 40; the plan and its figures:
+reports/benchmarks/gpu_platform.md).
 
-    scripts/gpu_run.sh [--bundle .gpu_bundle] [--out $OUT]        # what the device tool runs
+    scripts/gpu_run.sh install       # call 1, carrying .gpu_bundle/packages: the packages into .gpu_work/site
+    scripts/gpu_run.sh run           # call 2, carrying .gpu_bundle/data, on the same warm machine: the run
 
-Phases, each under its own time guard so that a phase cut short still leaves what came before (``PLAN``):
+The packages and the data do not fit one call's 64 MiB (gpu_bundle.py), so the first call unpacks the packages
+into the git-ignored ``.gpu_work/``, which the warm machine keeps as an ignored build output, and runs a preflight
+that imports what training needs and names the one that fails, and checks CUDA. The second call's phases, each
+under its own time guard so that a phase cut short still leaves what came before (``PLAN``):
 
-1. unpack: the bundle's packages and data (``gpu_bundle.unpack``), then a preflight that imports what training
-   needs and names the one that fails;
+1. unpack: the corpus, vectors and SentEval data (``gpu_bundle.unpack``);
 2. profile: ``skipview train`` itself (Ray Train, the loop, checkpoints with STS14, MLflow to a SQLite file) for the
    novels-with-news profile (the disc (f, g) search's best settings, h 256, N 512) at ``--gpus-per-worker 1``,
    ``--profile-steps`` steps; ``benchmarks/run_phases.py`` then splits its wall time into start-up, steps,
@@ -15,10 +19,11 @@ Phases, each under its own time guard so that a phase cut short still leaves wha
    the profile's measured rate and overhead, three epochs at most; every view evaluated on STS12-14, STS-B and
    SICK-R beside the CPU table (reports/table6_trained/, h 256);
 4. collect: ``summary.json`` (phase times, the profile's breakdown, the scores beside the CPU table's) and
-   ``results.tar.gz`` (MLflow's SQLite store and artifacts, the comparison's report; no weights) into OUT, rewritten after every phase.
+   ``results.tar.gz`` (MLflow's SQLite store and artifacts, the comparison's report; no weights) into OUT,
+   rewritten after every phase.
 
-The device tool returns at most 8 files from OUT, none deeper than two folders: OUT holds summary.json,
-results.tar.gz and one log per phase.
+The device tool returns at most 8 files from OUT, none deeper than two folders: OUT holds install.json (call 1), or
+summary.json, results.tar.gz and one log per phase (call 2).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,15 +44,18 @@ from pathlib import Path
 import gpu_bundle
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-# Seconds per phase, 570 in all: one device-tool command may run 600 s, and the session's 15 device minutes also pay
-# the machine's start and the transfers (~2-3 min), so this one command is the whole run. A phase's guard is its
-# share or what is left of the 570 s after the phases before it, whichever is less. The profile's 2,306 steps are
-# one epoch (1.18M sentences / 512), ~35 s at the bare step's 34,600-44,200 sentences/s (gpu.md, H100, fp32, N 512),
-# plus Ray's start, five STS14 evaluations and the final model; the comparison's two models at h 1024 get the rest.
-PLAN = {"unpack": 90, "profile": 150, "compare": 310, "collect": 20}
+# Seconds per phase of the second call, 540 in all. The session's 15 device minutes pay the machine's start (a
+# minute or more), the first call (~40 s: the transfer, the packages' unpacking, the preflight, the ~45 s planned
+# in INSTALL_S), the gap between the calls and both transfers, so the second call gets 540 of its 600 s. A phase's
+# guard is its share or what is left of the 540 s after the phases before it, whichever is less. The profile's
+# 2,306 steps are one epoch (1.18M sentences / 512), ~35 s at the bare step's 34,600-44,200 sentences/s (gpu.md,
+# H100, fp32, N 512), plus Ray's start, five STS14 evaluations and the final model; the comparison's two models at
+# h 1024 get the rest.
+PLAN = {"unpack": 30, "profile": 150, "compare": 340, "collect": 20}
+INSTALL_S = 45      # the first call: the packages' unpacking (~10 s) and the preflight's imports, its guard 120 s
 PROFILE_CONFIG = "reports/tune_sif_claim/best_config.yaml"
 CPU_TABLE = "reports/table6_trained/ablation_summary.json"
-COMPARE_CELLS = ("disc-fg", "disc-f")
+COMPARE_CELLS = "disc-fg,disc-f"      # the multi-view (f, g) model and f trained alone
 TASKS = "sts12,sts13,sts14,stsb_unsup,sickr_unsup"
 # when the profile leaves no measurement: the bare step's rate (gpu.md, fp32, N 512) and a minute per model
 FALLBACK_RATE, FALLBACK_OVERHEAD_S = 34_638, 60.0
@@ -57,29 +66,50 @@ class Runner:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.out, self.work = args.out.resolve(), args.work.resolve()
-        self.data = self.work / "data"
+        self.run_dir = self.work / "run"          # the second call's: data, MLflow store, checkpoints, report
+        self.data = self.run_dir / "data"
         self.summary: dict = {"plan_s": PLAN, "settings": {k: str(v) for k, v in vars(args).items()}, "phases": {}}
         self.env = dict(os.environ)
+        self.env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(self.work / "site"), skipview_source(self.work),
+                                                               os.environ.get("PYTHONPATH")])),
+                        MLFLOW_TRACKING_URI=f"sqlite:///{self.run_dir / 'mlflow.db'}", PYTHONUNBUFFERED="1")
 
-    # ------------------------------------------------------------------ phases
+    # ------------------------------------------------------------------ the first call
+
+    def install(self) -> int:
+        """The packages into WORK/site and the preflight; WORK/install.json, which the second call needs, only
+        when both succeed."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.work / "install.json").unlink(missing_ok=True)
+        shutil.rmtree(self.work / "site", ignore_errors=True)          # a rerun of the first call
+        record = {"plan_s": INSTALL_S, "unpack_s": gpu_bundle.unpack(self.args.bundle, self.work)}
+        try:
+            record["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker),
+                                                         timeout=120 * self.args.plan_scale))
+        except PhaseFailed as error:
+            record["preflight_failed"] = str(error)
+        (self.out / "install.json").write_text(json.dumps(record, indent=2) + "\n")
+        if "preflight_failed" in record:
+            print(f"error: gpu_run install: the preflight failed: {one_line(record['preflight_failed'])}",
+                  file=sys.stderr)
+            return 1
+        (self.work / "install.json").write_text(json.dumps(record, indent=2) + "\n")
+        print(json.dumps(record))
+        return 0
+
+    # ------------------------------------------------------------------ the second call's phases
 
     def unpack(self) -> None:
-        self.summary["unpack"] = gpu_bundle.unpack(self.args.bundle, self.work)
+        self.summary["unpack"] = gpu_bundle.unpack(self.args.bundle, self.run_dir)
         self.summary["bundle"] = json.loads((self.args.bundle / "manifest.json").read_text())["data"]
-        source = skipview_source(self.work)
-        self.env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(self.work / "site"), source,
-                                                               os.environ.get("PYTHONPATH")])),
-                        MLFLOW_TRACKING_URI=f"sqlite:///{self.work / 'mlflow.db'}", PYTHONUNBUFFERED="1")
-        self.summary["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker),
-                                                           timeout=120 * self.args.plan_scale))
 
     def profile(self) -> None:
         command = [*self.skipview("train"), "--objective", "disc", "--config", PROFILE_CONFIG,
                    "--set", f"max_steps={self.args.profile_steps}", "--set", "epochs=null",
                    "--set", f"checkpoint_every={max(self.args.profile_steps // 4, 1)}",
                    *self.common_settings(), *sets(self.args.profile_set),
-                   "--storage", str(self.work / "runs"), "--name", "gpu-profile", "--experiment", "gpu-profile",
-                   "--metrics", str(self.work / "profile_metrics.json")]
+                   "--storage", str(self.run_dir / "runs"), "--name", "gpu-profile", "--experiment", "gpu-profile",
+                   "--metrics", str(self.run_dir / "profile_metrics.json")]
         start = time.time()
         code = self.run_logged("profile", command)
         end = time.time()
@@ -89,23 +119,22 @@ class Runner:
             "--tracking-uri", self.env["MLFLOW_TRACKING_URI"], "--run-name", "gpu-profile",
             "--log", str(self.out / "profile.log"), "--start", str(start), "--end", str(end),
             "--label", "gpu_run profile"])
-        self.summary["profile"] = json.loads(breakdown)
-        phases_s = self.summary["profile"]["phases_s"]
-        self.summary["profile"]["share_outside_steps"] = round(1 - phases_s["steps"] / self.summary["profile"]["wall_s"], 3)
+        profile = self.summary["profile"] = json.loads(breakdown)
+        profile["share_outside_steps"] = round(1 - profile["phases_s"]["steps"] / profile["wall_s"], 3)
 
     def compare(self) -> None:
         steps, epochs = self.compare_budget()
         budget = ["--set", "max_steps=null", "--set", f"epochs={epochs}"] if epochs else \
             ["--set", f"max_steps={steps}", "--set", "epochs=null"]
         command = [*self.skipview("ablation"), "--matrix", "platform/tuning/ablation.yaml",
-                   "--cells", ",".join(COMPARE_CELLS), "--seeds", "1", "--config", PROFILE_CONFIG,
+                   "--cells", self.args.cells, "--seeds", "1", "--config", PROFILE_CONFIG,
                    "--set", f"objective_settings.hidden_size={self.args.hidden}", *budget,
                    "--set", f"checkpoint_every={max(steps // 3, 1)}", *self.common_settings(),
                    *sets(self.args.compare_set), "--tasks", TASKS, "--protocol", "fast", "--component-fit", "subset",
-                   "--storage", str(self.work / "runs"), "--name", "gpu-compare", "--experiment", "gpu-compare",
-                   "--report-dir", str(self.work / "report_compare")]
+                   "--storage", str(self.run_dir / "runs"), "--name", "gpu-compare", "--experiment", "gpu-compare",
+                   "--report-dir", str(self.run_dir / "report_compare")]
         code = self.run_logged("compare", command)
-        report = self.work / "report_compare" / "ablation_summary.json"
+        report = self.run_dir / "report_compare" / "ablation_summary.json"
         if report.exists():
             self.summary["compare"]["scores"] = beside_cpu_table(json.loads(report.read_text()))
         if code:
@@ -119,13 +148,15 @@ class Runner:
         rate = measured.get("sentences_per_s_of_steps") or FALLBACK_RATE
         overhead = measured.get("wall_s", 0) - measured.get("phases_s", {}).get("steps", 0) or FALLBACK_OVERHEAD_S
         batch = self.args.batch_size
-        per_model_s = (self.guard("compare") - 30) / len(COMPARE_CELLS) - overhead   # 30 s: the study's report
+        models = len(self.args.cells.split(","))
+        per_model_s = (self.guard("compare") - 30) / models - overhead   # 30 s: the study's report
         fit = max(int(rate * per_model_s * 0.9 / batch), 1)           # 10 % margin: a model's rate varies
         sentences = int(json.loads((self.data / "prepared" / "meta.json").read_text())["sentences"])
         full = self.args.epochs * (sentences // batch)
         steps = min(fit, full)
         self.summary["compare"] = {"rate_assumed": rate, "overhead_assumed_s": round(overhead, 1),
-                                   "steps_per_model": steps, "epochs_fit": round(steps / max(full / self.args.epochs, 1), 2)}
+                                   "steps_per_model": steps,
+                                   "epochs_fit": round(steps / max(full / self.args.epochs, 1), 2)}
         return steps, self.args.epochs if fit >= full else None
 
     # ------------------------------------------------------------------ helpers
@@ -183,7 +214,7 @@ class Runner:
         with tempfile.NamedTemporaryFile(dir=self.out, suffix=".partial", delete=False) as partial:
             with tarfile.open(fileobj=partial, mode="w:gz") as tar:
                 for name in ("mlflow.db", "mlartifacts", "report_compare", "profile_metrics.json", "summary.json"):
-                    path = self.out / name if name == "summary.json" else self.work / name
+                    path = self.out / name if name == "summary.json" else self.run_dir / name
                     if path.exists():
                         tar.add(path, arcname=name, filter=small_files)
         os.replace(partial.name, self.out / "results.tar.gz")
@@ -191,6 +222,13 @@ class Runner:
     def run(self) -> int:
         self.started = time.time()
         self.out.mkdir(parents=True, exist_ok=True)
+        installed = self.work / "install.json"
+        if not installed.is_file():
+            print(f"error: {installed}: no packages installed on this machine: run scripts/gpu_run.sh install (the "
+                  "first call) on it first; a machine given back between the calls starts bare", file=sys.stderr)
+            return 1
+        self.summary["install"] = json.loads(installed.read_text())
+        shutil.rmtree(self.run_dir, ignore_errors=True)               # a rerun of the second call
         failed = False
         for phase in ("unpack", "profile", "compare"):
             start = time.time()
@@ -199,7 +237,7 @@ class Runner:
                 status = "ok"
             except Exception as error:     # a phase's failure, whatever it is, keeps what the phases before left
                 status, failed = f"failed: {type(error).__name__}: {error}", True
-                if phase == "unpack":        # nothing can run without the packages and data
+                if phase == "unpack":        # nothing can run without the data
                     self.record(phase, start, status)
                     self.collect()
                     print(f"error: gpu_run {phase}: {one_line(str(error))}", file=sys.stderr)
@@ -214,7 +252,7 @@ class Runner:
         profile = self.summary.get("profile", {})
         scores = self.summary.get("compare", {}).get("scores", {})
         return {"phases": {p: v["status"] for p, v in self.summary["phases"].items()},
-                "device": self.summary.get("preflight", {}).get("device"),
+                "device": self.summary["install"]["preflight"]["device"],
                 "profile": {k: profile.get(k) for k in ("wall_s", "sentences_per_s_of_steps", "share_outside_steps")},
                 "compare_steps_per_model": self.summary.get("compare", {}).get("steps_per_model"),
                 "sts_avg": {row: tasks.get("sts_avg") for row, tasks in scores.items()}}
@@ -242,12 +280,12 @@ def sets(words: str) -> list[str]:
 
 def skipview_source(work: Path) -> str:
     """The checkout's source folders as the package ``skipview`` (mapped as setup.py maps them), so the code that
-    runs is the checkout's own without installing it."""
+    runs is the checkout's own without installing it; linked again by each call (its checkout is a fresh copy)."""
     package = work / "source" / "skipview"
     package.mkdir(parents=True, exist_ok=True)
     for folder in ("models", "platform"):
-        if not (package / folder).exists():
-            (package / folder).symlink_to(REPOSITORY / folder)
+        (package / folder).unlink(missing_ok=True)
+        (package / folder).symlink_to(REPOSITORY / folder)
     return str(package.parent)
 
 
@@ -291,26 +329,37 @@ print(json.dumps(versions))
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle")
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_run_out")))
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skipview_gpu")
-    parser.add_argument("--gpus-per-worker", type=float, default=1)
-    parser.add_argument("--cpus-per-worker", type=float, default=8, help="also the worker's torch threads")
-    parser.add_argument("--precision", default="fp32", help="fp32: faster than bf16 at N 512 on the H100 (gpu.md)")
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--hidden", type=int, default=1024, help="h of the compared models (the paper's)")
-    parser.add_argument("--profile-steps", type=int, default=2306, help="one epoch of the corpus at N 512")
-    parser.add_argument("--epochs", type=int, default=3, help="the most epochs the compared models train")
-    parser.add_argument("--plan-scale", type=float, default=1.0, help="multiplies every phase's guard (a slow CPU)")
-    parser.add_argument("--profile-set", default="", help="extra settings for the profile, 'key=value ...'")
-    parser.add_argument("--compare-set", default="", help="extra settings for the compared models")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_run_out")))
+    common.add_argument("--work", type=Path, default=REPOSITORY / ".gpu_work",
+                        help="git-ignored, so the warm machine keeps it from the first call to the second")
+    common.add_argument("--gpus-per-worker", type=float, default=1)
+    common.add_argument("--plan-scale", type=float, default=1.0, help="multiplies every guard (a slow CPU)")
+    calls = parser.add_subparsers(dest="call", required=True)
+    install = calls.add_parser("install", parents=[common], help="the first call: the packages and the preflight")
+    install.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle" / "packages")
+    run = calls.add_parser("run", parents=[common], help="the second call: the data, the profile, the comparison")
+    run.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle" / "data")
+    run.add_argument("--cpus-per-worker", type=float, default=8, help="also the worker's torch threads")
+    run.add_argument("--precision", default="fp32", help="fp32: faster than bf16 at N 512 on the H100 (gpu.md)")
+    run.add_argument("--batch-size", type=int, default=512)
+    run.add_argument("--hidden", type=int, default=1024, help="h of the compared models (the paper's)")
+    run.add_argument("--profile-steps", type=int, default=2306, help="one epoch of the corpus at N 512")
+    run.add_argument("--epochs", type=int, default=3, help="the most epochs the compared models train")
+    run.add_argument("--cells", default=COMPARE_CELLS, help="the compared rows of platform/tuning/ablation.yaml")
+    run.add_argument("--profile-set", default="", help="extra settings for the profile, 'key=value ...'")
+    run.add_argument("--compare-set", default="", help="extra settings for the compared models")
     args = parser.parse_args(argv)
-    if not (args.bundle / "manifest.json").is_file():
-        raise SystemExit(f"error: {args.bundle}/manifest.json: no bundle there (make one with scripts/gpu_bundle.py "
-                         "build, reports/benchmarks/gpu_platform.md)")
-    if args.work.exists():
-        raise SystemExit(f"error: {args.work}: exists; the runner unpacks into a fresh folder (remove it)")
-    return Runner(args).run()
+    manifest = args.bundle / "manifest.json"
+    if not manifest.is_file():
+        raise SystemExit(f"error: {manifest}: no bundle part there (make the bundle with scripts/gpu_bundle.py "
+                         "build and carry this part: reports/benchmarks/gpu_platform.md)")
+    part, wanted = json.loads(manifest.read_text()).get("part"), {"install": "packages", "run": "data"}[args.call]
+    if part != wanted:
+        raise SystemExit(f"error: {manifest}: the bundle's {part} part, but gpu_run.sh {args.call} takes its "
+                         f"{wanted} part (.gpu_bundle/{wanted})")
+    runner = Runner(args)
+    return runner.install() if args.call == "install" else runner.run()
 
 
 if __name__ == "__main__":

@@ -57,24 +57,43 @@ def test_data_round_trip_keeps_every_token_training_reads(tmp_path):
         assert np.array_equal(after.sentence(i), corpus.sentence(i)[:30])
     assert changes["ids_above_65535"] > 0 and changes["sentences_truncated"] > 0
 
-    half = gpu_bundle.pack_data(corpus.path, None, tmp_path / "half", max_len=30, share=0.5)
-    gpu_bundle.pack_vectors(vectors, np.arange(100), wordvecs, tmp_path / "half" / "wordvecs")
-    gpu_bundle.decode_data(tmp_path / "half", tmp_path / "half_data")
-    first_half = PreparedCorpus(tmp_path / "half_data" / "prepared")
-    assert half["documents"] == 2 and first_half.num_sentences == 60 == first_half.meta["sentences"]
-    assert np.array_equal(first_half.doc_index, [0, 30])
-    assert all(np.array_equal(first_half.sentence(i), corpus.sentence(i)[:30]) for i in range(60))
     decoded = np.load(tmp_path / "data" / "wordvecs" / "vectors.npy")
     assert np.abs(decoded[:100] - vectors[:100]).max() <= np.abs(vectors[:100]).max() / 254 + 1e-6
     assert not decoded[100:].any()
 
 
+def test_vectors_fill_the_room_left_and_no_more(tmp_path):
+    """Without --rows, the most frequent words' vectors fill the bytes the call has left, counted before writing."""
+    corpus, wordvecs = write_training_data(tmp_path / "toy", documents=2, sentences_per_doc=5, dim=12)
+    per_row, headers = 12 + 4 + 4, 64 * 1024
+    room = headers + 30 * per_row + per_row // 2
+    packed = gpu_bundle.vectors_archive(corpus, wordvecs, None, tmp_path / "vectors.tar", rows=None, room=room,
+                                        scratch=tmp_path / "scratch")
+    assert packed["most_frequent_rows"] == 30 == packed["vector_rows_shipped"]
+    assert (tmp_path / "vectors.tar").stat().st_size <= room
+    with pytest.raises(SystemExit) as stopped:
+        gpu_bundle.vectors_archive(corpus, wordvecs, None, tmp_path / "none.tar", rows=None, room=headers - 1,
+                                   scratch=tmp_path / "scratch2")
+    assert "\n" not in str(stopped.value) and "none.tar" in str(stopped.value)
+
+
 def test_a_bundle_for_another_python_fails_in_one_line(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"python": "3.99", "site_archive": "site-cp399.tar.xz"}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"part": "packages", "python": "3.99",
+                                                        "site_archive": "site-cp399.tar.xz"}))
     with pytest.raises(SystemExit) as stopped:
         gpu_bundle.unpack(tmp_path, tmp_path / "work")
     message = str(stopped.value)
     assert "\n" not in message and "Python 3.99" in message and f"--python {PYTHON}" in message
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_call_given_the_other_part_fails_in_one_line(tmp_path):
+    import gpu_run
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"part": "data"}))
+    with pytest.raises(SystemExit) as stopped:
+        gpu_run.main(["install", "--bundle", str(tmp_path), "--work", str(tmp_path / "work")])
+    assert "\n" not in str(stopped.value) and ".gpu_bundle/packages" in str(stopped.value)
     assert not (tmp_path / "work").exists()
 
 
@@ -121,28 +140,49 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     bundle = tmp_path / "bundle"
     subprocess.run([sys.executable, str(REPOSITORY / "scripts" / "gpu_bundle.py"), "build", "--corpus", str(corpus),
                     "--wordvecs", str(wordvecs), "--senteval", str(senteval), "--python", PYTHON, "--out", str(bundle),
-                    "--rows", "40", "--preset", "0", "--no-limit"], check=True, timeout=900)
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    assert manifest["python"] == PYTHON
-    assert sorted(manifest["bytes"]) == ["data.tar.xz", f"site-cp{PYTHON.replace('.', '')}.tar.xz", "vectors.tar.xz"]
+                    "--rows", "40", "--preset", "0"], check=True, timeout=900)
+    packages = json.loads((bundle / "packages" / "manifest.json").read_text())
+    data = json.loads((bundle / "data" / "manifest.json").read_text())
+    assert packages["python"] == PYTHON and packages["part"] == "packages" and data["part"] == "data"
+    assert sorted(packages["bytes"]) == [f"site-cp{PYTHON.replace('.', '')}.tar.xz"]
+    assert sorted(data["bytes"]) == ["data.tar.xz", "vectors.tar"]
+    assert all(m["call_bytes"] <= gpu_bundle.DEVICE_LIMIT_BYTES for m in (packages, data))   # each call fits
     for needed in ("ray", "mlflow-skinny", "sqlalchemy", "alembic", "pydantic", "pydantic-core", "typer"):
-        assert needed in manifest["packages"]
-    assert not set(manifest["packages"]) & gpu_bundle.LEAVE_OUT and "torch" not in manifest["packages"]
-    with tarfile.open(bundle / manifest["site_archive"], "r:xz") as tar:
+        assert needed in packages["packages"]
+    assert not set(packages["packages"]) & gpu_bundle.LEAVE_OUT and "torch" not in packages["packages"]
+    with tarfile.open(bundle / "packages" / packages["site_archive"], "r:xz") as tar:
         names = tar.getnames()
     assert "ray/_raylet.so" in names and not any(n.startswith(("ray/jars", "ray/rllib", "bin/")) for n in names)
-    assert manifest["data"]["senteval_folders"] == ["STS/STS14-en-test"]
-    assert manifest["data"]["vector_rows_shipped"] == 64 and manifest["data"]["rows_zeroed"] == 0   # toy: all fit
+    assert data["data"]["senteval_folders"] == ["STS/STS14-en-test"]
+    assert data["data"]["vector_rows_shipped"] == 64 and data["data"]["rows_zeroed"] == 0   # toy: all fit
 
-    out, work = tmp_path / "out", tmp_path / "work"
-    blocker = image_blocker(tmp_path / "blocker", set(manifest["packages"]))
+    out, work = tmp_path / "out", tmp_path / "work"      # OUT: emptied before each call on the device
+    blocker = image_blocker(tmp_path / "blocker", set(packages["packages"]))
     environment = {**os.environ, "PYTHONPATH": str(blocker), "OUT": str(out),
                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    runner = [str(REPOSITORY / "scripts" / "gpu_run.sh")]
+    common = ["--work", str(work), "--gpus-per-worker", "0", "--plan-scale", "3"]     # guards for a loaded CPU
     toy = "objective_settings.hidden_size=8 log_every=2"
+
+    # the second call on a machine that did not run the first (given back between them): one line, nothing run
+    early = subprocess.run([*runner, "run", "--bundle", str(bundle / "data"), *common], env=environment,
+                           capture_output=True, text=True, timeout=120)
+    assert early.returncode == 1 and "gpu_run.sh install" in early.stderr and len(early.stderr.splitlines()) == 1
+    assert not (work / "run").exists()
+
+    installed = subprocess.run([*runner, "install", "--bundle", str(bundle / "packages"), *common,
+                                "--out", str(tmp_path / "out_install")], env=environment,
+                               capture_output=True, text=True, timeout=900)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    preflight = json.loads((work / "install.json").read_text())["preflight"]
+    assert preflight["ray_from"].startswith(str(work / "site")) and preflight["device"] == "cpu"
+    assert sorted(p.name for p in (tmp_path / "out_install").iterdir()) == ["install.json"]
+
     result = subprocess.run(
-        [str(REPOSITORY / "scripts" / "gpu_run.sh"), "--bundle", str(bundle), "--work", str(work),
-         "--gpus-per-worker", "0", "--cpus-per-worker", "1", "--batch-size", "16", "--hidden", "12",
-         "--profile-steps", "24", "--epochs", "1", "--plan-scale", "4", "--profile-set", toy, "--compare-set", toy],
+        [*runner, "run", "--bundle", str(bundle / "data"), *common, "--cpus-per-worker", "1", "--batch-size", "16",
+         "--hidden", "12", "--profile-steps", "24", "--epochs", "1", "--profile-set", toy, "--compare-set", toy,
+         # one compared model: the second (f alone) is the same code path again, ~100 s on this loaded CPU
+         "--cells", "disc-fg"],
         env=environment, capture_output=True, text=True, timeout=1800)
     assert (out / "summary.json").exists(), result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -150,14 +190,14 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
 
     # what comes back from the device tool: at most 8 plain files at the top of OUT
     assert sorted(p.name for p in out.iterdir()) == ["compare.log", "profile.log", "results.tar.gz", "summary.json"]
-    assert summary["preflight"]["ray_from"].startswith(str(work / "site"))
+    assert summary["install"]["preflight"] == preflight
     assert all(phase["status"] == "ok" for phase in summary["phases"].values())
     profile = summary["profile"]
     assert profile["steps"] == 24 and profile["sentences_per_s_of_steps"] > 0
     assert 0 < profile["share_outside_steps"] < 1
     assert summary["compare"]["steps_per_model"] == 12 * 60 // 16          # one epoch fits on this toy corpus
     scores = summary["compare"]["scores"]
-    assert set(scores) == {"disc-fg/f", "disc-fg/g", "disc-fg/ensemble", "disc-f/f"}
+    assert set(scores) == {"disc-fg/f", "disc-fg/g", "disc-fg/ensemble"}
     assert all(isinstance(scores[row]["sts14"]["gpu"], float) for row in scores)
     assert scores["disc-fg/f"]["sts14"]["cpu_h256"] is not None         # the CPU table beside it
     with tarfile.open(out / "results.tar.gz") as tar:
