@@ -16,7 +16,7 @@ git-ignored ``.gpu_bundle/``; each part, with the checkout, fits 64 MiB:
 * each part's ``manifest.json``: what it holds, what the packing changed, the sizes.
 
     python scripts/gpu_bundle.py build --corpus data/novels_news/prepared --wordvecs data/novels_news/wordvecs \\
-        --senteval ../shared/data/senteval/downstream [--python 3.12] [--out .gpu_bundle]
+        --senteval data/senteval/downstream [--python 3.12] [--out .gpu_bundle]
     python3 scripts/gpu_bundle.py unpack --bundle .gpu_bundle/packages --to WORK    # on the GPU machine (gpu_run.py)
 
 What the packing changes (the manifest says it again with the numbers of the corpus at hand):
@@ -397,8 +397,9 @@ def main(argv: list[str] | None = None) -> None:
             if given is not None and not given.is_dir():
                 raise SystemExit(f"error: {given}: no such directory")
         manifests = build(args)
-        print(json.dumps({part: {k: manifest[k] for k in ("bytes", "call_bytes", "checkout_bytes", "build_s")}
-                          for part, manifest in manifests.items()} | {"data": manifests["data"]["data"]}, indent=2))
+        calls = {part: {k: manifest[k] for k in ("bytes", "call_bytes", "checkout_bytes", "build_s")}
+                 for part, manifest in manifests.items()}
+        print(json.dumps({"calls": calls, "packed": manifests["data"]["data"]}, indent=2))
     else:
         print(json.dumps(unpack(args.bundle, args.to)))
 
