@@ -45,12 +45,12 @@ import gpu_bundle
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 # Seconds per phase of the second call, 540 in all. The session's 15 device minutes pay the machine's start (a
-# minute or more), the first call (~40 s: the transfer, the packages' unpacking, the preflight, the ~45 s planned
-# in INSTALL_S), the gap between the calls and both transfers, so the second call gets 540 of its 600 s. A phase's
-# guard is its share or what is left of the 540 s after the phases before it, whichever is less. The profile's
-# 2,306 steps are one epoch (1.18M sentences / 512), ~35 s at the bare step's 34,600-44,200 sentences/s (gpu.md,
-# H100, fp32, N 512), plus Ray's start, five STS14 evaluations and the final model; the comparison's two models at
-# h 1024 get the rest.
+# minute or more), the first call (its transfer and INSTALL_S), the gap between the calls (under the machine's 30 s
+# of warmth) and the second call's transfer, so the second call gets 540 of its 600 s (~765 s in all, the time plan
+# in gpu_platform.md). A phase's guard is its share or what is left of the 540 s after the phases before it,
+# whichever is less. The profile's 2,306 steps are one epoch (1.18M sentences / 512), ~35 s at the bare step's
+# 34,600-44,200 sentences/s (gpu.md, H100, fp32, N 512), plus Ray's start, five STS14 evaluations and the final
+# model; the comparison's two models at h 1024 get the rest.
 PLAN = {"unpack": 30, "profile": 150, "compare": 340, "collect": 20}
 INSTALL_S = 45      # the first call: the packages' unpacking (~10 s) and the preflight's imports, its guard 120 s
 PROFILE_CONFIG = "reports/tune_sif_claim/best_config.yaml"
