@@ -49,7 +49,8 @@ def phases(tracking_uri: str, run_name: str, log_text: str, start: float, end: f
     run_id, run_start_ms, run_end_ms = run.info.run_id, run.info.start_time, run.info.end_time
     windows = sorted((m.step, m.value, m.timestamp)
                      for m in mlflow_client.get_metric_history(run_id, "sentences_per_s"))
-    batch_size = int(run.data.params["train.batch_size"])
+    # a study's runs record their settings as train.*, a `skipview train` run's as they are
+    batch_size = int(run.data.params.get("train.batch_size", run.data.params.get("batch_size")))
     workers = run.data.tags.get("skipview.worker_nodes")
     # the final checkpoint is evaluated too; it belongs to the final model
     checkpoint_steps = {m.step for m in mlflow_client.get_metric_history(run_id, "sts14") if m.step > 0}

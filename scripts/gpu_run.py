@@ -1,0 +1,366 @@
+"""skipview's platform on a lent GPU in two commands (issue 40; the plan and its figures:
+reports/benchmarks/gpu_platform.md).
+
+    scripts/gpu_run.sh install       # call 1, carrying .gpu_bundle/packages: the packages into .gpu_work/site
+    scripts/gpu_run.sh run           # call 2, carrying .gpu_bundle/data, on the same warm machine: the run
+
+The packages and the data do not fit one call's 64 MiB (gpu_bundle.py), so the first call unpacks the packages
+into the git-ignored ``.gpu_work/``, which the warm machine keeps as an ignored build output, and runs a preflight
+that imports what training needs and names the one that fails, and checks CUDA. The second call's phases, each
+under its own time guard so that a phase cut short still leaves what came before (``PLAN``):
+
+1. unpack: the corpus, vectors and SentEval data (``gpu_bundle.unpack``);
+2. profile: ``skipview train`` itself (Ray Train, the loop, checkpoints with STS14, MLflow to a SQLite file) for the
+   novels-with-news profile (the disc (f, g) search's best settings, h 256, N 512) at ``--gpus-per-worker 1``,
+   ``--profile-steps`` steps; ``benchmarks/run_phases.py`` then splits its wall time into start-up, steps,
+   evaluations, checkpoints and the final model, with the steps' sentences/s;
+3. compare: ``skipview ablation`` of the multi-view (f, g) model and f trained alone (cells disc-fg, disc-f) at
+   h 1024, the paper's size, with the profile's settings otherwise; as many steps as the guard leaves, sized from
+   the profile's measured rate and overhead, three epochs at most; every view evaluated on STS12-14, STS-B and
+   SICK-R beside the CPU table (reports/table6_trained/, h 256);
+4. collect: ``summary.json`` (phase times, the profile's breakdown, the scores beside the CPU table's) and
+   ``results.tar.gz`` (MLflow's SQLite store and artifacts, the comparison's report; no weights) into OUT,
+   rewritten after every phase.
+
+The device tool returns at most 8 files from OUT, none deeper than two folders: OUT holds install.json (call 1), or
+summary.json, results.tar.gz and one log per phase (call 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import gpu_bundle
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+# Seconds per phase of the second call, 540 in all. The session's 15 device minutes pay the machine's start (a
+# minute or more), the first call (its transfer and INSTALL_S), the gap between the calls (under the machine's 30 s
+# of warmth) and the second call's transfer, so the second call gets 540 of its 600 s (~765 s in all, the time plan
+# in gpu_platform.md). A phase's guard is its share or what is left of the 540 s after the phases before it,
+# whichever is less. The profile's 2,306 steps are one epoch (1.18M sentences / 512), ~35 s at the bare step's
+# 34,600-44,200 sentences/s (gpu.md, H100, fp32, N 512), plus Ray's start, five STS14 evaluations and the final
+# model; the comparison's two models at h 1024 get the rest.
+PLAN = {"unpack": 30, "profile": 150, "compare": 340, "collect": 20}
+INSTALL_S = 45      # the first call: the packages' unpacking (~10 s) and the preflight's imports, its guard 120 s
+PROFILE_CONFIG = "reports/tune_sif_claim/best_config.yaml"
+CPU_TABLE = "reports/table6_trained/ablation_summary.json"
+COMPARE_CELLS = "disc-fg,disc-f"      # the multi-view (f, g) model and f trained alone
+TASKS = "sts12,sts13,sts14,stsb_unsup,sickr_unsup"
+# when the profile leaves no measurement: the bare step's rate (gpu.md, fp32, N 512) and a minute per model
+FALLBACK_RATE, FALLBACK_OVERHEAD_S = 34_638, 60.0
+EXCLUDED_FROM_RESULTS = (".safetensors", ".npy", ".pt", ".bin", ".pkl")   # weights and vectors: too large to return
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.out, self.work = args.out.resolve(), args.work.resolve()
+        self.run_dir = self.work / "run"          # the second call's: data, MLflow store, checkpoints, report
+        self.data = self.run_dir / "data"
+        self.summary: dict = {"plan_s": PLAN, "settings": {k: str(v) for k, v in vars(args).items()}, "phases": {}}
+        self.env = dict(os.environ)
+        self.env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(self.work / "site"), skipview_source(self.work),
+                                                               os.environ.get("PYTHONPATH")])),
+                        MLFLOW_TRACKING_URI=f"sqlite:///{self.run_dir / 'mlflow.db'}", PYTHONUNBUFFERED="1")
+
+    # ------------------------------------------------------------------ the first call
+
+    def install(self) -> int:
+        """The packages into WORK/site and the preflight; WORK/install.json, which the second call needs, only
+        when both succeed."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.work / "install.json").unlink(missing_ok=True)
+        shutil.rmtree(self.work / "site", ignore_errors=True)          # a rerun of the first call
+        record = {"plan_s": INSTALL_S, "unpack_s": gpu_bundle.unpack(self.args.bundle, self.work)}
+        try:
+            record["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker),
+                                                         timeout=120 * self.args.plan_scale))
+        except PhaseFailed as error:
+            record["preflight_failed"] = str(error)
+        (self.out / "install.json").write_text(json.dumps(record, indent=2) + "\n")
+        if "preflight_failed" in record:
+            print(f"error: gpu_run install: the preflight failed: {one_line(record['preflight_failed'])}",
+                  file=sys.stderr)
+            return 1
+        (self.work / "install.json").write_text(json.dumps(record, indent=2) + "\n")
+        print(json.dumps(record))
+        return 0
+
+    # ------------------------------------------------------------------ the second call's phases
+
+    def unpack(self) -> None:
+        self.summary["unpack"] = gpu_bundle.unpack(self.args.bundle, self.run_dir)
+        self.summary["bundle"] = json.loads((self.args.bundle / "manifest.json").read_text())["data"]
+
+    def profile(self) -> None:
+        command = [*self.skipview("train"), "--objective", "disc", "--config", PROFILE_CONFIG,
+                   "--set", f"max_steps={self.args.profile_steps}", "--set", "epochs=null",
+                   "--set", f"checkpoint_every={max(self.args.profile_steps // 4, 1)}",
+                   *self.common_settings(), *sets(self.args.profile_set),
+                   "--storage", str(self.run_dir / "runs"), "--name", "gpu-profile", "--experiment", "gpu-profile",
+                   "--metrics", str(self.run_dir / "profile_metrics.json")]
+        start = time.time()
+        code = self.run_logged("profile", command)
+        end = time.time()
+        if code:
+            raise PhaseFailed(f"skipview train exited {code}")
+        breakdown = self.python_file(REPOSITORY / "benchmarks" / "run_phases.py", [
+            "--tracking-uri", self.env["MLFLOW_TRACKING_URI"], "--run-name", "gpu-profile",
+            "--log", str(self.out / "profile.log"), "--start", str(start), "--end", str(end),
+            "--label", "gpu_run profile"])
+        profile = self.summary["profile"] = json.loads(breakdown)
+        profile["share_outside_steps"] = round(1 - profile["phases_s"]["steps"] / profile["wall_s"], 3)
+
+    def compare(self) -> None:
+        steps, epochs = self.compare_budget()
+        budget = ["--set", "max_steps=null", "--set", f"epochs={epochs}"] if epochs else \
+            ["--set", f"max_steps={steps}", "--set", "epochs=null"]
+        command = [*self.skipview("ablation"), "--matrix", "platform/tuning/ablation.yaml",
+                   "--cells", self.args.cells, "--seeds", "1", "--config", PROFILE_CONFIG,
+                   "--set", f"objective_settings.hidden_size={self.args.hidden}", *budget,
+                   "--set", f"checkpoint_every={max(steps // 3, 1)}", *self.common_settings(),
+                   *sets(self.args.compare_set), "--tasks", TASKS, "--protocol", "fast", "--component-fit", "subset",
+                   "--storage", str(self.run_dir / "runs"), "--name", "gpu-compare", "--experiment", "gpu-compare",
+                   "--report-dir", str(self.run_dir / "report_compare")]
+        code = self.run_logged("compare", command)
+        report = self.run_dir / "report_compare" / "ablation_summary.json"
+        if report.exists():
+            self.summary["compare"]["scores"] = beside_cpu_table(json.loads(report.read_text()))
+        if code:
+            raise PhaseFailed(f"skipview ablation exited {code}")
+
+    def compare_budget(self) -> tuple[int, int | None]:
+        """Steps per model that fit the compare phase, from the profile's measured rate and its time outside
+        steps (start-up, evaluations, final model; at h 1024 the host still sets the pace, gpu.md); and the epochs
+        when all ``--epochs`` fit."""
+        measured = self.summary.get("profile", {})
+        rate = measured.get("sentences_per_s_of_steps") or FALLBACK_RATE
+        overhead = measured.get("wall_s", 0) - measured.get("phases_s", {}).get("steps", 0) or FALLBACK_OVERHEAD_S
+        batch = self.args.batch_size
+        models = len(self.args.cells.split(","))
+        per_model_s = (self.guard("compare") - 30) / models - overhead   # 30 s: the study's report
+        fit = max(int(rate * per_model_s * 0.9 / batch), 1)           # 10 % margin: a model's rate varies
+        sentences = int(json.loads((self.data / "prepared" / "meta.json").read_text())["sentences"])
+        full = self.args.epochs * (sentences // batch)
+        steps = min(fit, full)
+        self.summary["compare"] = {"rate_assumed": rate, "overhead_assumed_s": round(overhead, 1),
+                                   "steps_per_model": steps,
+                                   "epochs_fit": round(steps / max(full / self.args.epochs, 1), 2)}
+        return steps, self.args.epochs if fit >= full else None
+
+    # ------------------------------------------------------------------ helpers
+
+    def common_settings(self) -> list[str]:
+        return ["--corpus", str(self.data / "prepared"), "--wordvecs", str(self.data / "wordvecs"),
+                "--senteval-dir", str(self.data / "senteval" / "downstream"),
+                "--set", f"precision={self.args.precision}", "--set", f"batch_size={self.args.batch_size}",
+                "--set", "postprocessing_sentences=5000",
+                "--gpus-per-worker", str(self.args.gpus_per_worker), "--cpus-per-worker",
+                str(self.args.cpus_per_worker)]
+
+    def skipview(self, command: str) -> list[str]:
+        return [sys.executable, "-m", "skipview.platform.cli", command]
+
+    def run_logged(self, phase: str, command: list[str]) -> int:
+        """Run a phase's command under its guard, its output into OUT/<phase>.log; the whole process group is
+        interrupted at the guard (Ray's driver shuts its local cluster down), then killed 20 s later."""
+        self.summary["phases"].setdefault(phase, {})["command"] = " ".join(command)
+        with open(self.out / f"{phase}.log", "w") as log:
+            process = subprocess.Popen(command, cwd=REPOSITORY, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                return process.wait(timeout=self.guard(phase))
+            except subprocess.TimeoutExpired:
+                for stop, grace in ((signal.SIGINT, 20), (signal.SIGKILL, None)):
+                    os.killpg(process.pid, stop)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=grace)
+                        break
+                raise PhaseFailed(f"cut at its guard of {self.guard(phase):.0f} s")
+
+    def guard(self, phase: str) -> float:
+        scale = self.args.plan_scale
+        left = sum(PLAN.values()) * scale - (time.time() - self.started) - PLAN["collect"] * scale
+        return max(min(PLAN[phase] * scale, left), 1.0)
+
+    def python(self, code: str, *arguments: str, timeout: float) -> str:
+        try:
+            result = subprocess.run([sys.executable, "-c", code, *arguments], cwd=REPOSITORY, env=self.env,
+                                    capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise PhaseFailed(f"{code.split(';')[0].strip()[:60]}... took over {timeout:.0f} s") from None
+        if result.returncode:
+            raise PhaseFailed((result.stderr.strip().splitlines() or ["(no output)"])[-1])
+        return result.stdout
+
+    def python_file(self, path: Path, arguments: list[str]) -> str:
+        return self.python(f"import runpy, sys; sys.argv = {[str(path), *arguments]!r}; "
+                           f"runpy.run_path({str(path)!r}, run_name='__main__')", timeout=120 * self.args.plan_scale)
+
+    def collect(self) -> None:
+        """summary.json and results.tar.gz into OUT (rewritten after every phase: a cut run keeps what it has)."""
+        (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        with tempfile.NamedTemporaryFile(dir=self.out, suffix=".partial", delete=False) as partial:
+            with tarfile.open(fileobj=partial, mode="w:gz") as tar:
+                for name in ("mlflow.db", "mlartifacts", "report_compare", "profile_metrics.json", "summary.json"):
+                    path = self.out / name if name == "summary.json" else self.run_dir / name
+                    if path.exists():
+                        tar.add(path, arcname=name, filter=small_files)
+        os.replace(partial.name, self.out / "results.tar.gz")
+
+    def run(self) -> int:
+        self.started = time.time()
+        self.out.mkdir(parents=True, exist_ok=True)
+        installed = self.work / "install.json"
+        if not installed.is_file():
+            print(f"error: {installed}: no packages installed on this machine: run scripts/gpu_run.sh install (the "
+                  "first call) on it first; a machine given back between the calls starts bare", file=sys.stderr)
+            return 1
+        self.summary["install"] = json.loads(installed.read_text())
+        shutil.rmtree(self.run_dir, ignore_errors=True)               # a rerun of the second call
+        failed = False
+        for phase in ("unpack", "profile", "compare"):
+            start = time.time()
+            try:
+                getattr(self, phase)()
+                status = "ok"
+            except Exception as error:     # a phase's failure, whatever it is, keeps what the phases before left
+                status, failed = f"failed: {type(error).__name__}: {error}", True
+                if phase == "unpack":        # nothing can run without the data
+                    self.record(phase, start, status)
+                    self.collect()
+                    print(f"error: gpu_run {phase}: {one_line(str(error))}", file=sys.stderr)
+                    return 1
+            self.record(phase, start, status)
+            self.collect()
+        print(json.dumps(self.headline()))
+        return 1 if failed else 0
+
+    def headline(self) -> dict:
+        """The figures that matter, for the device tool's output tail (which returns even if OUT does not)."""
+        profile = self.summary.get("profile", {})
+        scores = self.summary.get("compare", {}).get("scores", {})
+        return {"phases": {p: v["status"] for p, v in self.summary["phases"].items()},
+                "device": self.summary["install"]["preflight"]["device"],
+                "profile": {k: profile.get(k) for k in ("wall_s", "sentences_per_s_of_steps", "share_outside_steps")},
+                "compare_steps_per_model": self.summary.get("compare", {}).get("steps_per_model"),
+                "sts_avg": {row: tasks.get("sts_avg") for row, tasks in scores.items()}}
+
+    def record(self, phase: str, start: float, status: str) -> None:
+        self.summary["phases"].setdefault(phase, {}).update(seconds=round(time.time() - start, 1), status=status)
+        print(f"gpu_run: {phase} {status} after {time.time() - start:.0f} s", flush=True)
+
+
+class PhaseFailed(Exception):
+    pass
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def small_files(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if member.isfile() and member.name.endswith(EXCLUDED_FROM_RESULTS) else member
+
+
+def sets(words: str) -> list[str]:
+    return [part for word in words.split() for part in ("--set", word)]
+
+
+def skipview_source(work: Path) -> str:
+    """The checkout's source folders as the package ``skipview`` (mapped as setup.py maps them), so the code that
+    runs is the checkout's own without installing it; linked again by each call (its checkout is a fresh copy)."""
+    package = work / "source" / "skipview"
+    package.mkdir(parents=True, exist_ok=True)
+    for folder in ("models", "platform"):
+        (package / folder).unlink(missing_ok=True)
+        (package / folder).symlink_to(REPOSITORY / folder)
+    return str(package.parent)
+
+
+def beside_cpu_table(report: dict) -> dict:
+    """Each view's scores of the compared cells beside the same cell and view of the CPU table (h 256)."""
+    cpu = json.loads((REPOSITORY / CPU_TABLE).read_text())["cells"]
+    out = {}
+    for cell, views in report["cells"].items():
+        for view in ("f", "g", "ensemble"):
+            if view not in views:
+                continue
+            out[f"{cell}/{view}"] = {
+                task: {"gpu": round(score["mean"], 2) if score.get("mean") is not None else None,
+                       "cpu_h256": round(cpu[cell][view][task]["mean"], 2)
+                       if cell in cpu and view in cpu[cell] and cpu[cell][view].get(task, {}).get("mean") is not None
+                       else None}
+                for task, score in views[view].items() if task in (*TASKS.split(","), "sts_avg")}
+    return out
+
+
+# imports what the phases need, in their order, and names the first that fails; checks the GPU when one is asked for
+PREFLIGHT = """
+import importlib, json, sys
+versions = {}
+for module in ("torch", "numpy", "pydantic", "typer", "mlflow", "ray", "ray.train.torch", "ray.dashboard.optional_deps",
+               "skipview.platform.cli", "skipview.platform.training.driver", "skipview.platform.tuning.ablation"):
+    try:
+        imported = importlib.import_module(module)
+    except Exception as error:
+        sys.exit(f"{module}: {type(error).__name__}: {error}")
+    versions[module] = getattr(imported, "__version__", "")
+import torch
+if float(sys.argv[1]) > 0 and not torch.cuda.is_available():
+    sys.exit("--gpus-per-worker > 0 but torch sees no CUDA device")
+versions["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+versions["python"] = sys.version.split()[0]
+versions["ray_from"] = importlib.import_module("ray").__file__
+print(json.dumps(versions))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_run_out")))
+    common.add_argument("--work", type=Path, default=REPOSITORY / ".gpu_work",
+                        help="git-ignored, so the warm machine keeps it from the first call to the second")
+    common.add_argument("--gpus-per-worker", type=float, default=1)
+    common.add_argument("--plan-scale", type=float, default=1.0, help="multiplies every guard (a slow CPU)")
+    calls = parser.add_subparsers(dest="call", required=True)
+    install = calls.add_parser("install", parents=[common], help="the first call: the packages and the preflight")
+    install.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle" / "packages")
+    run = calls.add_parser("run", parents=[common], help="the second call: the data, the profile, the comparison")
+    run.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle" / "data")
+    run.add_argument("--cpus-per-worker", type=float, default=8, help="also the worker's torch threads")
+    run.add_argument("--precision", default="fp32", help="fp32: faster than bf16 at N 512 on the H100 (gpu.md)")
+    run.add_argument("--batch-size", type=int, default=512)
+    run.add_argument("--hidden", type=int, default=1024, help="h of the compared models (the paper's)")
+    run.add_argument("--profile-steps", type=int, default=2306, help="one epoch of the corpus at N 512")
+    run.add_argument("--epochs", type=int, default=3, help="the most epochs the compared models train")
+    run.add_argument("--cells", default=COMPARE_CELLS, help="the compared rows of platform/tuning/ablation.yaml")
+    run.add_argument("--profile-set", default="", help="extra settings for the profile, 'key=value ...'")
+    run.add_argument("--compare-set", default="", help="extra settings for the compared models")
+    args = parser.parse_args(argv)
+    manifest = args.bundle / "manifest.json"
+    if not manifest.is_file():
+        raise SystemExit(f"error: {manifest}: no bundle part there (make the bundle with scripts/gpu_bundle.py "
+                         "build and carry this part: reports/benchmarks/gpu_platform.md)")
+    part, wanted = json.loads(manifest.read_text()).get("part"), {"install": "packages", "run": "data"}[args.call]
+    if part != wanted:
+        raise SystemExit(f"error: {manifest}: the bundle's {part} part, but gpu_run.sh {args.call} takes its "
+                         f"{wanted} part (.gpu_bundle/{wanted})")
+    runner = Runner(args)
+    return runner.install() if args.call == "install" else runner.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
