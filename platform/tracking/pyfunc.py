@@ -11,6 +11,7 @@ The skipview sources travel inside the logged model (``code_paths``): a served m
 from __future__ import annotations
 
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 
 import mlflow
@@ -25,6 +26,9 @@ from skipview.platform.cluster.package import stage_package
 ENCODER_ARTIFACT = "encoder"
 INPUT_COLUMN = "sentence"
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
+# What a served encoder imports (skipview.models and this wrapper), pinned to this environment's versions. Given,
+# MLflow does not infer them, which loads the model again in a subprocess for 10-15 s per logged model.
+SERVING_PACKAGES = ("mlflow", "torch", "numpy", "scipy", "safetensors", "pydantic", "tqdm", "pandas")
 
 
 class EncoderModel(PythonModel):
@@ -65,8 +69,13 @@ def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: 
         info = mlflow.pyfunc.log_model(name=name, python_model=EncoderModel(),
                                        artifacts={ENCODER_ARTIFACT: str(model_dir)},
                                        code_paths=[str(stage_package(Path(scratch)))],
-                                       signature=_signature(dim))
+                                       signature=_signature(dim), pip_requirements=serving_requirements())
     return info.model_uri
+
+
+def serving_requirements() -> list[str]:
+    # torch's local build tag (2.13.0+cpu) is no version pip can install from PyPI
+    return [f"{name}=={version(name).split('+')[0]}" for name in SERVING_PACKAGES]
 
 
 def load_encoder(path_or_uri: str | Path):

@@ -78,3 +78,18 @@ def test_mlflow_models_serve_answers_with_embeddings(logged, tmp_path):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_the_logged_model_pins_what_serving_it_imports(logged, monkeypatch):
+    """Given, not inferred (inference loads the model again in a subprocess for every logged model): each package
+    the served encoder imports, at this environment's version, installable from an index (no local build tag)."""
+    import mlflow
+
+    from skipview.platform.tracking.pyfunc import SERVING_PACKAGES
+
+    uri, runs_uri, _, _ = logged
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    requirements = Path(mlflow.artifacts.download_artifacts(f"{runs_uri}/requirements.txt")).read_text().split()
+    pinned = {line.split("==")[0]: line.split("==")[1] for line in requirements if "==" in line}
+    assert set(SERVING_PACKAGES) <= set(pinned) and "+" not in pinned["torch"]
+    assert pinned["numpy"] == np.__version__ and torch.__version__.startswith(pinned["torch"])
