@@ -2,7 +2,7 @@
 
 A trainer knows nothing about any particular objective. It
 
-1. builds one by name: ``registry.build_objective(name, settings, vocab=..., word_vectors=...)``, starting from
+1. builds one by name: ``registry.build_objective(name, config, vocab=..., word_vectors=...)``, starting from
    the objective's own ``training_defaults`` (``registry.training_defaults(name)``);
 2. asks it which examples it needs (``example_kind``) and draws length-bucketed batches of that kind from the
    memory-mapped corpus with ``skipview.models.batching.iterate_batches``;
@@ -27,6 +27,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 import torch
+from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 if TYPE_CHECKING:
@@ -47,8 +48,15 @@ class ObjectiveOutput:
     metrics: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+class ObjectiveConfig(BaseModel):
+    """Base of every objective's settings: unknown keys are errors, values are validated and immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Objective(nn.Module, ABC):
     example_kind: ClassVar[ExampleKind]
+    config_class: ClassVar[type[ObjectiveConfig]]       # its settings; constructed as cls(config, vocab=..., ...)
     # the paper's training settings in the trainer's keys (TrainSettings: batch_size, optimizer.lr, ...); the
     # trainer layers a run's configuration on top of them
     training_defaults: ClassVar[dict] = {}
