@@ -24,10 +24,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 from torch import nn
 
 if TYPE_CHECKING:
@@ -49,9 +50,28 @@ class ObjectiveOutput:
 
 
 class ObjectiveConfig(BaseModel):
-    """Base of every objective's settings: unknown keys are errors, values are validated and immutable."""
+    """Base of every objective's settings: unknown keys are errors, values are validated and immutable.
+
+    It remembers the keys it was given, in their order (``given``): a run records its settings as they were written,
+    so its recorded parameters and saved settings do not change when a default or a new setting is added here."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    _given_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_the_order(cls, data: Any, handler) -> "ObjectiveConfig":
+        config = handler(data)
+        if isinstance(data, Mapping):
+            config._given_order = tuple(data)
+        return config
+
+    def given(self) -> dict[str, Any]:
+        """The settings that were set (no defaults), as JSON values, in the order they were given."""
+        values = self.model_dump(mode="json", exclude_unset=True)
+        ordered = {key: values[key] for key in self._given_order if key in values}
+        ordered.update(values)
+        return ordered
 
 
 class Objective(nn.Module, ABC):

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import copy
 import importlib
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import AfterValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
 from skipview.models.objective import Objective, ObjectiveConfig
 from skipview.models.vocab import Vocab
@@ -61,20 +63,24 @@ def training_defaults(name: str) -> dict:
     return copy.deepcopy(_implementation(name).training_defaults)
 
 
-def parse_config(name: str, settings: dict | None) -> ObjectiveConfig:
-    """Validate ``settings`` for objective ``name``; a ValueError names every bad or unknown key."""
+def parse_config(name: str, settings: Mapping[str, Any] | None) -> ObjectiveConfig:
+    """Validate ``settings`` for objective ``name``. The ValidationError (a ValueError) names every bad or unknown
+    key, an unknown one with the objective's keys; raised while validating ``TrainSettings``, its keys are located
+    under ``objective_settings``."""
     config_cls = config_class(name)
     try:
         return config_cls.model_validate(settings or {})
     except ValidationError as error:
+        known = ", ".join(config_cls.model_fields)
         problems = []
         for item in error.errors():
-            key = ".".join(str(part) for part in item["loc"]) or "<settings>"
+            problem = {key: item[key] for key in ("type", "loc", "input", "ctx") if key in item}
             if item["type"] == "extra_forbidden":
-                problems.append(f"unknown key {key!r} (known keys: {', '.join(config_cls.model_fields)})")
-            else:
-                problems.append(f"key {key!r}: {item['msg']} (got {item.get('input')!r})")
-        raise ValueError(f"invalid settings for objective {name!r}: " + "; ".join(problems)) from None
+                key = ".".join(str(part) for part in item["loc"])
+                problem["type"] = PydanticCustomError(
+                    "unknown_key", f"unknown key {key!r} for objective {name!r} (known keys: {known})")
+            problems.append(problem)
+        raise ValidationError.from_exception_data(config_cls.__name__, problems) from None
 
 
 def build_objective(name: str, config: ObjectiveConfig | dict | None, *, vocab: Vocab,

@@ -94,7 +94,8 @@ def ablation(
                                       help="SentEval data/downstream (tasks without files there are skipped)"),
     config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                           help="base training settings (YAML, as for `skipview train --config`); "
-                                               "objective_settings keys apply to the objectives that have them"),
+                                               "objective_settings are the first cell's objective's; each cell "
+                                               "takes those its objective has"),
     set_: list[str] = typer.Option([], "--set", help="override a base setting: key=value (dotted keys)"),
     seeds: int = typer.Option(3, min=1, help="seeds per cell (mean +- std in the report)"),
     first_seed: int = typer.Option(0, min=0, help="first seed: run seeds first_seed .. first_seed + seeds - 1 (split "
@@ -133,8 +134,7 @@ def ablation(
     """
     from skipview.platform.evaluation.encoding import COMPARABLE_FITS
     from skipview.platform.training import driver, run_log
-    from skipview.platform.training.config import load_settings
-    from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, check_objective_settings, run_study
+    from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, load_base, run_study
     from skipview.platform.tuning.matrix import DEFAULT_MATRIX, MatrixError, load_matrix
     from skipview.platform.tuning.report import build_report
 
@@ -144,9 +144,9 @@ def ablation(
         study_matrix = load_matrix(matrix or DEFAULT_MATRIX)
         if cells:
             study_matrix = study_matrix.subset([c.strip() for c in cells.split(",") if c.strip()])
-        base = load_settings(config, {"objective": study_matrix.cells[0].objective, "corpus": str(corpus),
-                                      "wordvecs": str(wordvecs), "senteval_dir": str(senteval_dir)}, set_)
-        check_objective_settings(study_matrix, base, references)
+        base, study_matrix = load_base(config, {"corpus": str(corpus), "wordvecs": str(wordvecs),
+                                                "senteval_dir": str(senteval_dir)}, set_, None, study_matrix,
+                                       references)
     except (MatrixError, ValueError) as error:
         raise typer.BadParameter(one_line(error)) from error
     if protocol not in ("full", "fast"):

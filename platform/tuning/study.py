@@ -31,9 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skipview.models import registry
-from skipview.platform.training.config import TrainSettings, load_settings
-from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, cell_settings, check_objective_settings
+from skipview.platform.training.config import TrainSettings
+from skipview.platform.tuning.ablation import REPORT_TASKS, StudySettings, cell_settings, load_base
 from skipview.platform.tuning.matrix import DEFAULT_MATRIX, Matrix, load_matrix
 from skipview.platform.tuning.yaml_source import describe, load_model, load_with_lines, written
 
@@ -153,17 +152,12 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
     paths = {"corpus": str(data_root / spec.corpus / "prepared"), "wordvecs": str(data_root / spec.corpus / "wordvecs"),
              "senteval_dir": str(senteval_dir or data_root / "senteval" / "downstream")}
     try:
-        base = load_settings(spec.config, {"objective": matrix.cells[0].objective, **paths}, [], typed=spec.settings)
+        base, matrix = load_base(spec.config, paths, [], spec.settings, matrix, spec.references)
     except (ValidationError, ValueError) as error:
         raise fail(("settings",), _first_error(error)) from None
-    try:
-        check_objective_settings(matrix, base, spec.references)
-    except ValueError as error:
-        raise fail(("settings",), str(error)) from None
     for cell in matrix.cells:
         try:
-            settings = cell_settings(base, cell, 0)
-            registry.config_class(settings.objective).model_validate(settings.objective_settings)
+            cell_settings(base, cell, 0)
         except (ValidationError, ValueError) as error:
             at = ("cell_settings", cell.name) if cell.name in spec.cell_settings else ("settings",)
             raise fail(at, f"{cell.name}: {_first_error(error)}") from None

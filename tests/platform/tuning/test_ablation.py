@@ -13,7 +13,7 @@ from skipview.platform.training.config import TrainSettings
 import numpy as np
 
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
-from skipview.platform.tuning.ablation import StudySettings, run_study
+from skipview.platform.tuning.ablation import StudySettings, run_study, share_objective_settings
 from skipview.platform.tuning.matrix import Cell, Matrix, load_matrix
 from skipview.platform.tuning.report import build_report
 
@@ -52,9 +52,10 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
                     columns=full.columns,
                     claims=[c for c in full.claims if c.better == "gen-invertible/ensemble"
                             and c.worse == "gen-invertible/f"])
+    # a study's base objective settings go to each trained row whose objective has them (gen has no context_window)
+    matrix = share_objective_settings(matrix, {"hidden_size": 8, "context_window": 2}, references=True)
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
-                         batch_size=16, max_steps=4, checkpoint_every=4, postprocessing_sentences=50,
-                         objective_settings={"hidden_size": 8, "context_window": 2})
+                         batch_size=16, max_steps=4, checkpoint_every=4, postprocessing_sentences=50)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     study = StudySettings(name="toy", storage=str(tmp_path / "runs"), experiment="ablation-test", seeds=1,
                           references=True, tasks=("sts14", "sickr_unsup", "mr"), protocol="fast", tracking_uri=uri)
@@ -115,10 +116,10 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
 def _disc_f_study(tiny_data, toy_senteval, tmp_path, name, max_steps, **study):
     corpus, wordvecs = tiny_data
     full = load_matrix()
-    matrix = Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns)
+    matrix = share_objective_settings(Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns),
+                                      {"hidden_size": 8, "context_window": 2}, references=False)
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
-                         batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50,
-                         objective_settings={"hidden_size": 8, "context_window": 2})
+                         batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50)
     settings = StudySettings(name=name, storage=str(tmp_path / "runs"), experiment=name, seeds=1, tasks=("sts14",),
                              protocol="fast", tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **study)
     run_study(matrix, base, settings)
