@@ -92,7 +92,7 @@ class TrainSettings(Strict):
             return value
         if isinstance(value, config_class(objective)):
             return value
-        # another objective's typed settings (a study's base settings applied to a cell): the keys it was given
+        # a dict, or another objective's settings: checked key by key as they were given
         return parse_config(objective, value.given() if isinstance(value, ObjectiveConfig) else value)
 
     @field_serializer("objective_settings")

@@ -94,8 +94,7 @@ def ablation(
                                       help="SentEval data/downstream (tasks without files there are skipped)"),
     config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                           help="base training settings (YAML, as for `skipview train --config`); "
-                                               "objective_settings are the first cell's objective's; each cell "
-                                               "takes those its objective has"),
+                                               "objective_settings keys apply to the objectives that have them"),
     set_: list[str] = typer.Option([], "--set", help="override a base setting: key=value (dotted keys)"),
     seeds: int = typer.Option(3, min=1, help="seeds per cell (mean +- std in the report)"),
     first_seed: int = typer.Option(0, min=0, help="first seed: run seeds first_seed .. first_seed + seeds - 1 (split "
