@@ -12,6 +12,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+
+from skipview.models.encoder import SentenceEncoder
+from skipview.models.skipthought.view import SkipThoughtView
+from skipview.models.text import Tokenizer
+from skipview.models.views import BiGRUView, LinearView
+from skipview.models.vocab import Vocab
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_FOLDERS = {"models": "skipview.models", "platform": "skipview.platform"}
 
@@ -125,14 +133,6 @@ def load_in_fresh_process(directory: Path) -> dict:
 
 
 def test_loading_a_model_imports_its_views_modules_and_no_objective(tmp_path):
-    from skipview.models.encoder import SentenceEncoder
-    from skipview.models.skipthought.view import SkipThoughtView
-    from skipview.models.text import Tokenizer
-    from skipview.models.views import BiGRUView, LinearView
-    from skipview.models.vocab import Vocab
-
-    import numpy as np
-
     vocab = Vocab.from_counts({"a": 3, "b": 2, "c": 1})
     vectors = np.random.default_rng(0).standard_normal((len(vocab), 4)).astype(np.float32)
     multiview = SentenceEncoder({"f": BiGRUView(4, 3), "g": LinearView(4, 6)}, vocab, Tokenizer(), vectors)
