@@ -28,9 +28,8 @@ from pydantic import Field
 
 from skipview.models.batching import WindowBatch
 from skipview.models.encoder import SentenceEncoder
-from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
+from skipview.models.objective import ExampleKind, Objective, ObjectiveConfig, ObjectiveOutput
 from skipview.models.pca import power_iteration, remove_component
-from skipview.models.registry import ObjectiveConfig, register_objective
 from skipview.models.views import build_multiview_encoder, frozen_word_vectors
 from skipview.models.word_weights import usif_weights
 
@@ -106,8 +105,8 @@ def contrastive_loss(agreement: torch.Tensor, positives: torch.Tensor, temperatu
     return loss, log_p
 
 
-@register_objective("disc", DiscriminativeConfig)
 class DiscriminativeObjective(Objective):
+    config_class = DiscriminativeConfig
     example_kind = ExampleKind.WINDOW
 
     def __init__(self, config: DiscriminativeConfig, *, vocab, word_vectors):

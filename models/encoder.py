@@ -14,6 +14,7 @@ model reads fixed word vectors), ``postprocessing.safetensors`` (components, key
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import tempfile
@@ -38,6 +39,9 @@ from skipview.models.vocab import Vocab
 FORMAT = "skipview-sentence-encoder-v1"
 CONFIG, WEIGHTS, VOCAB, WORD_VECTORS, POSTPROCESSING = (
     "config.json", "model.safetensors", "vocab.tsv", "word_vectors.npy", "postprocessing.safetensors")
+# The module that defines each view kind outside ``views.py``: loading a model imports the ones its views need and
+# nothing else (no training objective). A view kind of one's own is registered by importing its module first.
+VIEW_MODULES = {"skipthought": "skipview.models.skipthought.view"}
 
 
 def top_component(z: torch.Tensor) -> torch.Tensor:
@@ -224,9 +228,8 @@ class SentenceEncoder(nn.Module):
         config = json.loads(config_path.read_text())
         if config.get("format") != FORMAT:
             raise ValueError(f"{config_path}: format {config.get('format')!r}, expected {FORMAT!r}")
-        # importing the objectives registers every view kind they define (skip-thought's included)
-        from skipview.models.registry import import_objective_modules
-        import_objective_modules()
+        for kind in {spec["kind"] for spec in config["views"].values()} & set(VIEW_MODULES):
+            importlib.import_module(VIEW_MODULES[kind])
         views = {name: build_view(spec["kind"], spec["config"]) for name, spec in config["views"].items()}
         container = nn.ModuleDict(views)
         container.load_state_dict(load_file(directory / WEIGHTS), strict=True)

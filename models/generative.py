@@ -21,8 +21,7 @@ from pydantic import Field
 
 from skipview.models.batching import PairBatch, Sentences
 from skipview.models.encoder import SentenceEncoder
-from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
-from skipview.models.registry import ObjectiveConfig, register_objective
+from skipview.models.objective import ExampleKind, Objective, ObjectiveConfig, ObjectiveOutput
 from skipview.models.views import BiGRUView, LinearView, frozen_word_vectors, he_normal_
 from skipview.models.vocab import SPECIALS
 
@@ -68,8 +67,8 @@ def invertibility_update(decoder: torch.Tensor, beta: float) -> None:
     decoder.mul_(1.0 + beta).sub_(beta * product)
 
 
-@register_objective("gen", GenerativeConfig)
 class GenerativeObjective(Objective):
+    config_class = GenerativeConfig
     example_kind = ExampleKind.PAIR
 
     def __init__(self, config: GenerativeConfig, *, vocab, word_vectors):

@@ -2,7 +2,7 @@
 
 A trainer knows nothing about any particular objective. It
 
-1. builds one by name: ``registry.build_objective(name, settings, vocab=..., word_vectors=...)``, starting from
+1. builds one by name: ``registry.build_objective(name, config, vocab=..., word_vectors=...)``, starting from
    the objective's own ``training_defaults`` (``registry.training_defaults(name)``);
 2. asks it which examples it needs (``example_kind``) and draws length-bucketed batches of that kind from the
    memory-mapped corpus with ``skipview.models.batching.iterate_batches``;
@@ -24,9 +24,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 from torch import nn
 
 if TYPE_CHECKING:
@@ -47,8 +49,34 @@ class ObjectiveOutput:
     metrics: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+class ObjectiveConfig(BaseModel):
+    """Base of every objective's settings: unknown keys are errors, values are validated and immutable.
+
+    It remembers the keys it was given, in their order (``given``): a run records its settings as they were written,
+    so its recorded parameters and saved settings do not change when a default or a new setting is added here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    _given_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_the_order(cls, data: Any, handler) -> "ObjectiveConfig":
+        config = handler(data)
+        if isinstance(data, Mapping):
+            config._given_order = tuple(data)
+        return config
+
+    def given(self) -> dict[str, Any]:
+        """The settings that were set (no defaults), as JSON values, in the order they were given."""
+        values = self.model_dump(mode="json", exclude_unset=True)
+        ordered = {key: values[key] for key in self._given_order if key in values}
+        ordered.update(values)
+        return ordered
+
+
 class Objective(nn.Module, ABC):
     example_kind: ClassVar[ExampleKind]
+    config_class: ClassVar[type[ObjectiveConfig]]       # its settings; constructed as cls(config, vocab=..., ...)
     # the paper's training settings in the trainer's keys (TrainSettings: batch_size, optimizer.lr, ...); the
     # trainer layers a run's configuration on top of them
     training_defaults: ClassVar[dict] = {}

@@ -14,7 +14,7 @@ under its own time guard so that a phase cut short still leaves what came before
    novels-with-news profile (the disc (f, g) search's best settings, h 256, N 512) at ``--gpus-per-worker 1``,
    ``--profile-steps`` steps; ``benchmarks/run_phases.py`` then splits its wall time into start-up, steps,
    evaluations, checkpoints and the final model, with the steps' sentences/s;
-3. compare: ``skipview ablation`` of the multi-view (f, g) model and f trained alone (cells disc-fg, disc-f) at
+3. compare: ``skipview study run`` of a study file it writes: the multi-view (f, g) model and f trained alone (cells disc-fg, disc-f) at
    h 1024, the paper's size, with the profile's settings otherwise; as many steps as the guard leaves, sized from
    the profile's measured rate and overhead, three epochs at most; every view evaluated on STS12-14, STS-B and
    SICK-R beside the CPU table (reports/table6_trained/, h 256);
@@ -40,6 +40,8 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 import gpu_bundle
 
@@ -124,21 +126,42 @@ class Runner:
 
     def compare(self) -> None:
         steps, epochs = self.compare_budget()
-        budget = ["--set", "max_steps=null", "--set", f"epochs={epochs}"] if epochs else \
-            ["--set", f"max_steps={steps}", "--set", "epochs=null"]
-        command = [*self.skipview("ablation"), "--matrix", "platform/tuning/ablation.yaml",
-                   "--cells", self.args.cells, "--seeds", "1", "--config", PROFILE_CONFIG,
-                   "--set", f"objective_settings.hidden_size={self.args.hidden}", *budget,
-                   "--set", f"checkpoint_every={max(steps // 3, 1)}", *self.common_settings(),
-                   *sets(self.args.compare_set), "--tasks", TASKS, "--protocol", "fast", "--component-fit", "subset",
-                   "--storage", str(self.run_dir / "runs"), "--name", "gpu-compare", "--experiment", "gpu-compare",
-                   "--report-dir", str(self.run_dir / "report_compare")]
-        code = self.run_logged("compare", command)
-        report = self.run_dir / "report_compare" / "ablation_summary.json"
-        if report.exists():
-            self.summary["compare"]["scores"] = beside_cpu_table(json.loads(report.read_text()))
+        study = self.compare_study(steps, epochs)
+        command = [*self.skipview("study"), "run", study.stem, "--storage", str(self.run_dir / "runs")]
+        code = self.run_logged("compare", command, cwd=study.parents[1])
+        reported = study.parents[1] / "reports" / study.stem
+        if (reported / "ablation_summary.json").exists():
+            shutil.copytree(reported, self.run_dir / "report_compare", dirs_exist_ok=True)     # what collect returns
+            self.summary["compare"]["scores"] = beside_cpu_table(
+                json.loads((reported / "ablation_summary.json").read_text()))
         if code:
-            raise PhaseFailed(f"skipview ablation exited {code}")
+            raise PhaseFailed(f"skipview study run exited {code}")
+
+    def compare_study(self, steps: int, epochs: int | None) -> Path:
+        """The comparison as a study file of its own, in a folder laid out as a checkout (studies/ with the
+        catalogue, data/<corpus> and data/senteval linked to the unpacked bundle): the profile's base at the paper's
+        d, the compared rows of the catalogue, one seed, no reference rows."""
+        folder = self.run_dir / "compare_study"
+        (folder / "studies").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPOSITORY / "studies" / "catalogue.yaml", folder / "studies" / "catalogue.yaml")
+        (folder / "data").mkdir(exist_ok=True)
+        for link, target in (("gpu", self.data), ("senteval", self.data / "senteval")):
+            if not (folder / "data" / link).exists():
+                (folder / "data" / link).symlink_to(target)
+        budget = {"max_steps": None, "epochs": epochs} if epochs else {"max_steps": steps, "epochs": None}
+        settings = {"objective_settings.hidden_size": self.args.hidden, **budget,
+                    "checkpoint_every": max(steps // 3, 1), "precision": self.args.precision,
+                    "batch_size": self.args.batch_size, "postprocessing_sentences": 5000,
+                    **{key: yaml.safe_load(value) for key, _, value in
+                       (word.partition("=") for word in self.args.compare_set.split())}}
+        study = {"question": f"The multi-view f against f alone at d {self.args.hidden} on a GPU (issue 40)",
+                 "corpus": "gpu", "config": str(REPOSITORY / PROFILE_CONFIG), "settings": settings,
+                 "cells": self.args.cells.split(","), "claims": ["table6"], "seeds": 1, "references": False,
+                 "tasks": TASKS.split(","), "protocol": "fast", "component_fit": "subset",
+                 "gpus_per_worker": self.args.gpus_per_worker, "cpus_per_worker": self.args.cpus_per_worker}
+        path = folder / "studies" / "gpu_compare.yaml"
+        path.write_text(yaml.safe_dump(study, sort_keys=False))
+        return path
 
     def compare_budget(self) -> tuple[int, int | None]:
         """Steps per model that fit the compare phase, from the profile's measured rate and its time outside
@@ -172,12 +195,12 @@ class Runner:
     def skipview(self, command: str) -> list[str]:
         return [sys.executable, "-m", "skipview.platform.cli", command]
 
-    def run_logged(self, phase: str, command: list[str]) -> int:
+    def run_logged(self, phase: str, command: list[str], cwd: Path = REPOSITORY) -> int:
         """Run a phase's command under its guard, its output into OUT/<phase>.log; the whole process group is
         interrupted at the guard (Ray's driver shuts its local cluster down), then killed 20 s later."""
         self.summary["phases"].setdefault(phase, {})["command"] = " ".join(command)
         with open(self.out / f"{phase}.log", "w") as log:
-            process = subprocess.Popen(command, cwd=REPOSITORY, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            process = subprocess.Popen(command, cwd=cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
             try:
                 return process.wait(timeout=self.guard(phase))
@@ -311,7 +334,7 @@ PREFLIGHT = """
 import importlib, json, sys
 versions = {}
 for module in ("torch", "numpy", "pydantic", "typer", "mlflow", "ray", "ray.train.torch", "ray.dashboard.optional_deps",
-               "skipview.platform.cli", "skipview.platform.training.driver", "skipview.platform.tuning.ablation"):
+               "skipview.platform.cli", "skipview.platform.training.driver", "skipview.platform.studies.runner"):
     try:
         imported = importlib.import_module(module)
     except Exception as error:
@@ -346,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--hidden", type=int, default=1024, help="h of the compared models (the paper's)")
     run.add_argument("--profile-steps", type=int, default=2306, help="one epoch of the corpus at N 512")
     run.add_argument("--epochs", type=int, default=3, help="the most epochs the compared models train")
-    run.add_argument("--cells", default=COMPARE_CELLS, help="the compared rows of platform/tuning/ablation.yaml")
+    run.add_argument("--cells", default=COMPARE_CELLS, help="the compared rows of studies/catalogue.yaml")
     run.add_argument("--profile-set", default="", help="extra settings for the profile, 'key=value ...'")
     run.add_argument("--compare-set", default="", help="extra settings for the compared models")
     args = parser.parse_args(argv)

@@ -1,6 +1,5 @@
 """Skip-thought vectors (Kiros et al. 2015): network, objective, generation, vocabulary expansion.
 
-Importing the package registers the ``skipthought`` objective and the ``skipthought`` view kind.
+Nothing is imported here: loading a skip-thought model needs ``view`` alone (``SentenceEncoder.load`` imports it by
+its view kind), not the objective and its decoders.
 """
-
-from skipview.models.skipthought import objective, view  # noqa: F401  (registration side effects)

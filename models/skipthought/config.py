@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from skipview.models.registry import ObjectiveConfig
+from skipview.models.objective import ObjectiveConfig
 
 # in the trainer's keys (TrainSettings); its optimiser is Adam
 TRAINING_DEFAULTS = {"batch_size": 128, "optimizer": {"lr": 1e-3, "grad_clip": 10.0}}

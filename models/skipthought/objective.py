@@ -18,7 +18,6 @@ import torch
 
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
-from skipview.models.registry import register_objective
 from skipview.models.skipthought.config import TRAINING_DEFAULTS, SkipThoughtConfig
 from skipview.models.skipthought.network import SkipThoughtNetwork
 from skipview.models.skipthought.view import SkipThoughtView
@@ -27,9 +26,9 @@ from skipview.models.vocab import Vocab
 from skipview.models.vocab_expansion import VocabularyExpansion
 
 
-@register_objective("skipthought", SkipThoughtConfig)
 class SkipThoughtObjective(Objective):
     example_kind = ExampleKind.TRIPLE
+    config_class = SkipThoughtConfig
     training_defaults = TRAINING_DEFAULTS
 
     def __init__(self, config: SkipThoughtConfig, *, vocab: Vocab, word_vectors: np.ndarray | None):

@@ -32,7 +32,8 @@ from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import lineage_tags
 from skipview.platform.training import driver
-from skipview.platform.training.config import BUDGET_KEYS, RunSettings, TrainSettings, absolute_paths, set_dotted
+from skipview.platform.training.config import (BUDGET_KEYS, RunSettings, TrainSettings, absolute_paths, set_dotted,
+                                               settings_tree)
 from skipview.platform.studies.matrix import (EVALUATED_TAG, HOURS, SENTENCES_SEEN, SUMMARY, TRAIN_PARAMS, Cell,
                                              Matrix, PlannedRun, metric_key, plan)
 
@@ -68,34 +69,53 @@ class StudySettings(Plan):
     tracking_uri: str | None = None
 
 
-def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
-    """The base settings for ``cell``: its objective and settings, its training overrides (``train``), the seed,
-    and those base objective settings the cell's objective has (a shared ``hidden_size`` applies to all;
-    skip-thought ignores ``context_window``)."""
-    fields = registry.config_class(cell.objective).model_fields
-    shared = {k: v for k, v in base.objective_settings.items() if k in fields}
-    dropped = sorted(set(base.objective_settings) - set(shared))
-    if dropped:
-        log.info("%s: base objective settings not used by %s: %s", cell.name, cell.objective, ", ".join(dropped))
-    settings = base.model_copy(update={"objective": cell.objective, "objective_settings": {**shared, **cell.settings},
-                                       "seed": seed})
-    if not cell.train:
-        return settings
-    tree = settings.model_dump()
-    for key, value in cell.train.items():
-        set_dotted(tree, key, value)
-    return TrainSettings.model_validate(tree)
+def load_base(config_file: str | Path | None, base: dict[str, Any], overrides: list[str],
+              typed: dict[str, Any] | None, matrix: Matrix, references: bool) -> tuple[TrainSettings, Matrix]:
+    """A study's base settings (``load_settings``'s layers for its first cell's objective) and its matrix with the
+    base's objective settings shared out to its rows (``share_objective_settings``): the base's objective settings
+    are no one objective's, so each row's are typed with the row's (``cell_settings``)."""
+    tree = settings_tree(config_file, {"objective": matrix.cells[0].objective, **base}, overrides, typed)
+    shared = tree.pop("objective_settings", {})
+    return absolute_paths(TrainSettings.model_validate(tree)), share_objective_settings(matrix, shared, references)
 
 
-def check_objective_settings(matrix: Matrix, base: TrainSettings, references: bool) -> None:
-    """A base objective setting that no trained cell's objective has is a typo (``hidden_sise``), not a setting
-    ``cell_settings`` may quietly leave out."""
+def share_objective_settings(matrix: Matrix, shared: dict[str, Any], references: bool) -> Matrix:
+    """``matrix`` whose trained rows take, under their own settings, the base objective settings their objective
+    has (a shared ``hidden_size`` applies to all; skip-thought ignores ``context_window``). A key that no trained
+    row's objective has is a typo (``hidden_sise``), not a setting to leave out quietly: an error."""
     trained = [c for c in [*matrix.cells, *(matrix.references if references else [])] if c.objective]
     known = {key for c in trained for key in registry.config_class(c.objective).model_fields}
-    unknown = sorted(set(base.objective_settings) - known)
+    unknown = sorted(set(shared) - known)
     if unknown:
         raise ValueError(f"objective_settings: {', '.join(unknown)} is a setting of none of the matrix's objectives "
                          f"(known: {', '.join(sorted(known))})")
+
+    def with_shared(cell: Cell) -> Cell:
+        if cell.objective is None:
+            return cell
+        fields = registry.config_class(cell.objective).model_fields
+        dropped = sorted(set(shared) - set(fields))
+        if dropped:
+            log.info("%s: base objective settings not used by %s: %s", cell.name, cell.objective, ", ".join(dropped))
+        own = {key: value for key, value in shared.items() if key in fields}
+        return cell.model_copy(update={"settings": {**own, **cell.settings}})
+
+    return matrix.model_copy(update={"cells": [with_shared(c) for c in matrix.cells],
+                                     "references": [with_shared(c) for c in matrix.references]})
+
+
+def cell_settings(base: TrainSettings, cell: Cell, seed: int) -> TrainSettings:
+    """The base settings for ``cell``: its objective and settings (the base's shared ones among them,
+    ``share_objective_settings``), its training overrides (``train``) and the seed; the cell's objective settings
+    are parsed here, once, by its objective's config class."""
+    tree = base.model_dump()
+    if tree["objective_settings"]:          # they would be replaced by the cell's: never dropped without a word
+        raise ValueError("the base's objective settings are shared out to the matrix's rows first "
+                         "(share_objective_settings), not applied to a cell of another objective")
+    tree.update(objective=cell.objective, objective_settings=dict(cell.settings), seed=seed)
+    for key, value in cell.train.items():
+        set_dotted(tree, key, value)
+    return TrainSettings.model_validate(tree)
 
 
 def available_tasks(tasks: tuple[str, ...], senteval_dir: str) -> list[str]:

@@ -40,12 +40,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skipview.models import registry
 from skipview.platform.studies.analyses import Analysis, Step, check_rows, commands
 from skipview.platform.studies.matrix import CATALOGUE, Matrix, Rows, load_catalogue, pick
-from skipview.platform.studies.runner import (Plan, StudySettings, cell_settings, check_objective_settings,
-                                              train_run)
-from skipview.platform.training.config import TrainSettings, load_settings
+from skipview.platform.studies.runner import Plan, StudySettings, cell_settings, load_base, train_run
+from skipview.platform.training.config import TrainSettings
 from skipview.platform.yaml_source import describe, load_model, load_with_lines, written
 
 STUDIES_DIR = Path("studies")
@@ -173,23 +171,18 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
     paths = {"corpus": str(data_root / spec.corpus / "prepared"), "wordvecs": str(data_root / spec.corpus / "wordvecs"),
              "senteval_dir": str(senteval_dir or data_root / "senteval" / "downstream")}
     try:
-        base = load_settings(spec.config, {"objective": matrix.cells[0].objective, **paths}, [], typed=spec.settings)
+        base, matrix = load_base(spec.config, paths, [], spec.settings, matrix, spec.references)
     except (ValidationError, ValueError) as error:
         raise fail(("settings",), _first_error(error)) from None
-    try:
-        check_objective_settings(matrix, base, spec.references)
-    except ValueError as error:
-        raise fail(("settings",), str(error)) from None
     for cell in matrix.cells:
         try:
-            settings = cell_settings(base, cell, 0)
-            registry.config_class(settings.objective).model_validate(settings.objective_settings)
+            cell_settings(base, cell, 0)
         except (ValidationError, ValueError) as error:
             at = ("cell_settings", cell.name) if cell.name in spec.cell_settings else ("settings",)
             raise fail(at, f"{cell.name}: {_first_error(error)}") from None
     try:
         check_rows(spec.analyses, {c.name: set(c.views) for c in matrix.cells},
-                       {c.name: c.combine for c in matrix.combined})
+                   {c.name: c.combine for c in matrix.combined})
     except ValueError as error:
         raise fail(("analyses", str(error).split(":")[0].split(".", 1)[1]), str(error).split(": ", 1)[1]) from None
     return Study(path, spec, matrix, base)

@@ -1,17 +1,24 @@
 """Typed settings of a training run: what to train (``TrainSettings``, reproducible science) and where to run
 it (``RunSettings``, infrastructure). Errors name the offending key (pydantic), and ``--set a.b=1`` overrides
 work on the nested dict before validation.
+
+The objective's settings are typed too: parsed once, when a ``TrainSettings`` is made (``load_settings`` from the
+command line or a study, a tune trial), into the objective's own config class, and passed on typed. They dump as
+they were given (``ObjectiveConfig.given``), so a run's recorded params and saved settings stay those it was
+started with.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, PositiveFloat, Tag, ValidationInfo,
+                      field_serializer, field_validator, model_validator)
 
-from skipview.models.registry import training_defaults
+from skipview.models.objective import ObjectiveConfig
+from skipview.models.registry import config_class, parse_config, registered_objective, training_defaults
 
 
 class Strict(BaseModel):
@@ -36,9 +43,22 @@ class OptimizerSettings(Strict):
 BUDGET_KEYS = ("epochs", "max_steps")
 
 
+def is_factory(objective: str) -> bool:
+    """A ``module:factory`` objective: built by a factory of one's own, not through the registry."""
+    return ":" in objective
+
+
+# The objective's settings: its config class for a registered objective; a ``module:factory`` objective brings its
+# own settings, which its factory checks, so they stay a dict. Which one it is follows from ``objective``: the
+# validator below parses a registered objective's settings into its class before the union sees them.
+ObjectiveSettings = Annotated[
+    Annotated[ObjectiveConfig, Tag("registered")] | Annotated[dict[str, Any], Tag("module:factory")],
+    Discriminator(lambda value: "registered" if isinstance(value, ObjectiveConfig) else "module:factory")]
+
+
 class TrainSettings(Strict):
     objective: str = Field(description="registered objective (disc, gen, skipthought) or 'module:factory'")
-    objective_settings: dict[str, Any] = Field(default_factory=dict)
+    objective_settings: ObjectiveSettings = Field(default_factory=dict, validate_default=True)
     corpus: str
     wordvecs: str | None = None
     batch_size: int = Field(64, ge=2)
@@ -56,6 +76,29 @@ class TrainSettings(Strict):
     postprocessing_sentences: int = Field(20000, ge=10, description="training sentences to fit the top PCs on")
     final_eval_tasks: list[str] = Field(default_factory=list, description="evaluation suite run at the end")
     ddp_find_unused_parameters: bool = False
+
+    @field_validator("objective")
+    @classmethod
+    def _known_objective(cls, objective: str) -> str:
+        return objective if is_factory(objective) else registered_objective(objective)
+
+    @field_validator("objective_settings", mode="before")
+    @classmethod
+    def _typed_for_the_objective(cls, value: Any, info: ValidationInfo) -> Any:
+        """A registered objective's settings parsed by its config class (an unknown or bad key is an error located
+        at ``objective_settings.<key>``); left as they are when the objective is a factory's or itself invalid."""
+        objective = info.data.get("objective")
+        if objective is None or is_factory(objective):
+            return value
+        if isinstance(value, config_class(objective)):
+            return value
+        # a dict, or another objective's settings: checked key by key as they were given
+        return parse_config(objective, value.given() if isinstance(value, ObjectiveConfig) else value)
+
+    @field_serializer("objective_settings")
+    def _as_given(self, value: ObjectiveConfig | dict[str, Any]) -> dict[str, Any]:
+        # only the keys that were set: run keys, MLflow params, saved settings and run records read this dump
+        return value.given() if isinstance(value, ObjectiveConfig) else value
 
     @model_validator(mode="after")
     def _has_an_end(self) -> "TrainSettings":
@@ -141,13 +184,13 @@ def merge(tree: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 
 def objective_defaults(objective: str | None) -> dict[str, Any]:
-    if not objective or ":" in objective:        # a ``module:factory`` objective brings no paper defaults
+    if not objective or is_factory(objective):        # a ``module:factory`` objective brings no paper defaults
         return {}
     return training_defaults(objective)
 
 
-def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str],
-                  typed: dict[str, Any] | None = None) -> TrainSettings:
+def settings_tree(config_file: str | Path | None, base: dict[str, Any], overrides: list[str],
+                  typed: dict[str, Any] | None = None) -> dict[str, Any]:
     """Layers, last wins: the objective's paper defaults, the config file, the command's options, ``typed`` (dotted
     keys with values already typed, as a study file gives them), ``--set`` (``key=value`` strings)."""
     tree = objective_defaults(base.get("objective"))
@@ -155,7 +198,13 @@ def load_settings(config_file: str | Path | None, base: dict[str, Any], override
     tree.update({k: v for k, v in base.items() if v is not None})
     for key, value in [*(typed or {}).items(), *parse_overrides(overrides)]:
         set_dotted(tree, key, value)
-    return absolute_paths(TrainSettings.model_validate(tree))
+    return tree
+
+
+def load_settings(config_file: str | Path | None, base: dict[str, Any], overrides: list[str],
+                  typed: dict[str, Any] | None = None) -> TrainSettings:
+    """The settings of ``settings_tree``'s layers, typed (the objective's settings by its config class)."""
+    return absolute_paths(TrainSettings.model_validate(settings_tree(config_file, base, overrides, typed)))
 
 
 def absolute_paths(settings: TrainSettings) -> TrainSettings:

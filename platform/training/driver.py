@@ -25,7 +25,7 @@ import torch
 
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.directories import swap_in
-from skipview.models.registry import parse_config
+from skipview.models.objective import ObjectiveConfig
 from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.cluster.ray_temp import refuse_ray_temporary
 from skipview.platform.errors import ClusterTooSmall, CorruptCheckpoint, Diverged, StorageFull
@@ -98,18 +98,16 @@ def latest_run_name(storage: str, prefix: str) -> str | None:
 
 
 def objective_config(settings: TrainSettings) -> dict[str, Any]:
-    """The objective's settings with its defaults filled in (validated on the driver: a bad key fails here, before
-    any worker starts). A ``module:factory`` objective has no registered config: its settings as given."""
-    if ":" in settings.objective:
-        return dict(settings.objective_settings)
-    return parse_config(settings.objective, settings.objective_settings).model_dump(mode="json")
+    """The objective's settings with its defaults filled in. A ``module:factory`` objective has no registered
+    config: its settings as given."""
+    config = settings.objective_settings
+    return config.model_dump(mode="json") if isinstance(config, ObjectiveConfig) else dict(config)
 
 
 def check_inputs(settings: TrainSettings, gpus_per_worker: float = 0) -> None:
     """Fail on the driver, before any Ray process starts, on what every worker would otherwise fail on (and Ray
-    would retry): the objective's settings, a precision the device cannot train in, the prepared corpus and the
-    word vectors (present, and aligned with the corpus vocabulary)."""
-    objective_config(settings)
+    would retry): a precision the device cannot train in, the prepared corpus and the word vectors (present, and
+    aligned with the corpus vocabulary). The objective's settings were checked when ``settings`` was made."""
     check_precision(settings.precision, gpus_per_worker > 0)
     check_data(settings)
 
@@ -139,7 +137,7 @@ def run_params(settings: TrainSettings) -> dict[str, Any]:
 def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
     """A name MLflow already records is that run continued: the same settings, its budget aside."""
     client = store.client(run.tracking_uri or store.tracking_uri())
-    defaults = run_params(TrainSettings.model_construct(objective=settings.objective, corpus=settings.corpus))
+    defaults = run_params(TrainSettings(objective=settings.objective, corpus=settings.corpus))
     store.check_same_params(client, run.experiment, run_key(run), run_params(settings), defaults=defaults,
                             may_differ=BUDGET_KEYS, what=f"run {run.name}")
 

@@ -7,7 +7,7 @@ import torch
 
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.registry import build_objective
-from skipview.models.skipthought.view import combine_skip
+from skipview.models.skipthought.combine import combine_skip
 from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, UNK_ID, Vocab
 

@@ -14,7 +14,7 @@ from study_matrices import table6
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.studies.matrix import Cell, Matrix
 from skipview.platform.studies.report import build_report
-from skipview.platform.studies.runner import StudySettings, run_study
+from skipview.platform.studies.runner import StudySettings, run_study, share_objective_settings
 from skipview.platform.tracking import store
 from skipview.platform.training.config import TrainSettings
 
@@ -53,9 +53,10 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
                     columns=full.columns,
                     claims=[c for c in full.claims if c.better == "gen-invertible/ensemble"
                             and c.worse == "gen-invertible/f"])
+    # a study's base objective settings go to each trained row whose objective has them (gen has no context_window)
+    matrix = share_objective_settings(matrix, {"hidden_size": 8, "context_window": 2}, references=True)
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
-                         batch_size=16, max_steps=4, checkpoint_every=4, postprocessing_sentences=50,
-                         objective_settings={"hidden_size": 8, "context_window": 2})
+                         batch_size=16, max_steps=4, checkpoint_every=4, postprocessing_sentences=50)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     study = StudySettings(name="toy", storage=str(tmp_path / "runs"), experiment="ablation-test", seeds=1,
                           references=True, tasks=("sts14", "sickr_unsup", "mr"), protocol="fast", tracking_uri=uri)
@@ -116,10 +117,10 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
 def _disc_f_study(tiny_data, toy_senteval, tmp_path, name, max_steps, **study):
     corpus, wordvecs = tiny_data
     full = table6()
-    matrix = Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns)
+    matrix = share_objective_settings(Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns),
+                                      {"hidden_size": 8, "context_window": 2}, references=False)
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
-                         batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50,
-                         objective_settings={"hidden_size": 8, "context_window": 2})
+                         batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50)
     settings = StudySettings(name=name, storage=str(tmp_path / "runs"), experiment=name, seeds=1, tasks=("sts14",),
                              protocol="fast", tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **study)
     run_study(matrix, base, settings)

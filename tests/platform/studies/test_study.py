@@ -47,7 +47,7 @@ def test_a_study_types_its_cells_settings(repo, tmp_path):
     cells = {c.name: c for c in study.matrix.cells}
     gen = cell_settings(study.base, cells["gen-invertible"], 1)
     disc = cell_settings(study.base, cells["disc-fg"], 1)
-    assert (gen.batch_size, gen.objective_settings["negatives"], gen.epochs, gen.seed) == (256, 2, 3, 1)
+    assert (gen.batch_size, gen.objective_settings.negatives, gen.epochs, gen.seed) == (256, 2, 3, 1)
     assert (disc.batch_size, disc.epochs, disc.optimizer.lr) == (512, 3, pytest.approx(0.0017105267238723216))
     # data/<corpus>/..., made absolute on the driver (Ray's workers run in their own working directories)
     assert gen.corpus == str(Path("data/novels_news/prepared").resolve())
@@ -62,7 +62,7 @@ def test_a_study_types_its_cells_settings(repo, tmp_path):
      "hidden_sise is a setting of none"),
     (("settings: {epochs: 3, max_steps: null}", "settings: {epochs: three}"), 4, "settings: epochs"),
     (("  gen-invertible: {", "  gen-invertibl: {"), 7, "not a trained cell of this study"),
-    (("objective_settings.negatives: 2", "objective_settings.negatives: -1"), 7, "gen-invertible: negatives"),
+    (("objective_settings.negatives: 2", "objective_settings.negatives: -1"), 7, "gen-invertible: objective_settings.negatives: Input should be greater than 0"),
     (("cells: [disc-fg,", "cells: [disc-fx,"), 5, "no row named disc-fx"),
     (("seeds: 2", "seeds: 2\nwarm_start: example_e0"), 9, "warm_start: no study file example_e0.yaml"),
     (("protocol", "protocol"), None, None),

@@ -15,11 +15,51 @@ BASE = {"objective": "gen", "corpus": "/c"}
 
 def test_config_file_then_options_then_set(tmp_path):
     config = tmp_path / "train.yaml"
-    config.write_text("batch_size: 32\noptimizer: {lr: 0.01}\nobjective_settings: {hidden: 64}\n")
+    config.write_text("batch_size: 32\noptimizer: {lr: 0.01}\nobjective_settings: {hidden_size: 64}\n")
     settings = load_settings(config, BASE, ["optimizer.lr=2e-3", "objective_settings.invertible=false",
                                             "max_steps=7"])
     assert settings.batch_size == 32 and settings.optimizer.lr == 2e-3 and settings.max_steps == 7
-    assert settings.objective_settings == {"hidden": 64, "invertible": False}
+    assert settings.objective_settings == registry.config_class("gen")(hidden_size=64, invertible=False)
+
+
+def test_objective_settings_are_typed_once_and_a_wrong_key_is_named(tmp_path):
+    settings = load_settings(None, BASE, ["objective_settings.negatives=3"])
+    assert isinstance(settings.objective_settings, registry.config_class("gen"))      # typed, with its defaults
+    assert (settings.objective_settings.negatives, settings.objective_settings.beta) == (3, 0.01)
+    config = tmp_path / "train.yaml"
+    config.write_text("objective_settings: {context_window: 2}\n")                   # disc's, not gen's
+    with pytest.raises(ValidationError, match=r"objective_settings.context_window\n  unknown key 'context_window' "
+                                              r"for objective 'gen' \(known keys: hidden_size, negatives"):
+        load_settings(config, BASE, [])
+    with pytest.raises(ValidationError, match=r"objective_settings.negatives\n  Input should be greater than 0"):
+        load_settings(None, BASE, ["objective_settings.negatives=0"])
+    # a module:factory objective brings its own settings, which its factory checks: kept as given
+    own = TrainSettings(objective="tiny_objective:build", corpus="/c", objective_settings={"dim": 8})
+    assert own.objective_settings == {"dim": 8}
+
+
+# Today's dumps, written out: run names, MLflow params (train.*), checkpoints' saved settings and committed run
+# records are made from them, and two trainings resume from checkpoints keyed on them.
+REST = {"corpus": "/c", "wordvecs": None, "batch_size": 64, "max_len": 30, "max_steps": 500, "epochs": None,
+        "optimizer": {"lr": 0.001, "lr_by_module": {}, "grad_clip": 10.0, "schedule": "constant",
+                      "warmup_steps": 0, "betas": [0.9, 0.999], "weight_decay": 0.0},
+        "precision": "auto", "seed": 0, "log_every": 10, "checkpoint_every": 100, "senteval_dir": None,
+        "postprocessing_sentences": 20000, "final_eval_tasks": [], "ddp_find_unused_parameters": False}
+
+
+@pytest.mark.parametrize("objective, given", [
+    ("disc", {"hidden_size": 256, "views": "ff", "context_window": 2, "initial_temperature": 0.18516618774992605}),
+    ("gen", {"invertible": False, "hidden_size": 64}),
+    ("skipthought", {"vocab_size": 20000, "encoder": "uni", "reset_gate": "fused", "decoder_hidden_size": None}),
+    ("disc", {}),
+])
+def test_settings_dump_only_the_objective_settings_given_in_their_order(objective, given):
+    settings = TrainSettings(objective=objective, corpus="/c", objective_settings=given)
+    expected = {"objective": objective, "objective_settings": given, **REST}
+    dumped = settings.model_dump(mode="json")
+    assert dumped == expected
+    assert list(dumped) == list(expected) and list(dumped["objective_settings"]) == list(given)
+    assert TrainSettings.model_validate(dumped).model_dump(mode="json") == expected     # what a worker reads back
 
 
 def test_data_paths_of_a_config_file_are_made_absolute_on_the_driver(tmp_path, monkeypatch):

@@ -116,11 +116,11 @@ def test_two_trial_search_records_trials_and_writes_the_best_config(ray_session,
     assert len(table) == 2 + 2 and f"| {outcome.best_trial} |" in table[2]
     best = load_settings(outcome.best_config_path, {}, [])            # what `skipview train --config` reads
     best_trial = next(t for t in outcome.trials if t.trial_id == outcome.best_trial)
-    assert best.objective_settings["context_window"] == best_trial.config["objective"]["context_window"]
+    assert best.objective_settings.context_window == best_trial.config["objective"]["context_window"]
     assert best.optimizer.lr == pytest.approx(best_trial.config["training"]["optimizer.lr"])
     assert best.batch_size == best_trial.config["training"]["batch_size"]
     assert best.max_steps == STEPS * 16 // best.batch_size            # the steps the best trial trained for
-    assert best.objective_settings["hidden_size"] == 8 and best.seed == 5
+    assert best.objective_settings.hidden_size == 8 and best.seed == 5
 
     again = run_search(space, base, search)                          # same name: restored, not re-run
     assert again.parent_run_id == outcome.parent_run_id

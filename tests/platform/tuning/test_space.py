@@ -219,8 +219,8 @@ def test_a_trial_applied_to_base_settings_validates_as_training_settings():
     trial = {"objective": {"context_window": 2, "learn_temperature": False},
              "training": {"batch_size": 256, "optimizer.lr": 1e-3}}
     settings = TrainSettings.model_validate(apply_trial(base, trial))
-    assert settings.objective_settings == {"hidden_size": 32, "views": "fg", "context_window": 2,
-                                           "learn_temperature": False}
+    assert settings.model_dump(mode="json")["objective_settings"] == {"hidden_size": 32, "views": "fg",
+                                                                      "context_window": 2, "learn_temperature": False}
     assert settings.batch_size == 256
     assert settings.optimizer.lr == 1e-3 and settings.optimizer.grad_clip == 10.0     # siblings kept
     assert base["optimizer"]["lr"] == 5e-4                                             # the base is not mutated
