@@ -32,7 +32,7 @@ def model(train: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
 
 
 def ablation(summary: dict[str, Any]) -> dict[str, Any]:
-    """How many of the paper's Table 6 directions were measured, and how many the study reproduced."""
+    """How many of its claims (the paper's directions it checks) a study measured, and how many it reproduced."""
     return {"claims": summary["claims_measured"], "reproduced": summary["claims_reproduced"]}
 
 
