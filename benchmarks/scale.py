@@ -67,7 +67,7 @@ import psutil
 from emit import emit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "train", "evaluate")
+STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "finalmodel", "train", "evaluate")
 SOURCE = "/work/main/data/novels_news/prepared"
 PROFILE = "reports/tune_sif_claim/best_config.yaml"
 SENTEVAL = "/work/shared/data/senteval/downstream"
@@ -299,6 +299,7 @@ _PHASES = {
     "checkpoint_s": re.compile(r"rank (\d+): checkpoint at step \d+ reported in ([0-9.]+) s"),
 }
 _FINAL = re.compile(r"final model saved and logged in ([0-9.]+) s")
+_STARTUP_PHASES = re.compile(r"rank (\d+): start-up phases, wall/CPU s: (.*)")
 
 
 def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
@@ -322,6 +323,10 @@ def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
             else:
                 phases[key] = phases.get(key, 0.0) + float(match.group(2)) if key == "checkpoint_s" else \
                     float(match.group(2))
+    for match in _STARTUP_PHASES.finditer(text):
+        ranks.setdefault(f"rank{match.group(1)}", {})["startup_phases"] = {
+            phase: dict(zip(("wall_s", "cpu_s"), map(float, figures.split("/"))))
+            for phase, figures in (item.split() for item in match.group(2).split(", "))}
     final = _FINAL.search(text)
     record["phases"] = {"per_rank": ranks, "final_model_s": float(final.group(1)) if final else None}
     record["model_disk"] = disk_usage(model)
@@ -356,6 +361,89 @@ def probe_startup(corpus: str, wordvecs: str) -> dict:
     return phases
 
 
+def stage_finalmodel(point: dict, paths: dict, env: dict, args) -> dict:
+    record = run_stage([sys.executable, "benchmarks/scale.py", "--probe-final-model", str(paths["prepared"]),
+                        str(paths["wordvecs"])], paths["logs"] / "finalmodel.txt", env, None)
+    record["phases"] = json.loads((paths["logs"] / "finalmodel.txt").read_text().splitlines()[-1])
+    return record
+
+
+class OwnMemory:
+    """This process's peak resident memory by kind, from /proc/self/smaps_rollup sampled in a thread: anonymous
+    pages (what the process allocated itself) apart from file pages (the memory-mapped corpus, word vectors and
+    model files: page cache, shared with every process that maps the same file)."""
+
+    FIELDS = {"Rss": "rss", "Pss": "pss", "Pss_Anon": "anon", "Pss_File": "file"}
+
+    def __init__(self, interval: float = 0.1):
+        self.interval, self.peak = interval, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def now(self) -> dict:
+        values = {}
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name in self.FIELDS:
+                values[self.FIELDS[name]] = int(rest.split()[0]) * 1024
+        return values
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        for key, value in self.now().items():
+            self.peak[key] = max(self.peak.get(key, 0), value)
+
+    def phase_peak(self) -> dict:
+        """The peak since the last call (in MB), then start the next phase's."""
+        self.sample()
+        peak, self.peak = self.peak, {}
+        return {f"peak_{key}_mb": round(value / MB, 1) for key, value in peak.items()}
+
+
+def probe_final_model(corpus: str, wordvecs: str) -> dict:
+    """Rank 0's final-model step without Ray (``save_final_model``: the post-processing fit, the model directory
+    written, MLflow's ``log_model`` into a scratch SQLite store), each phase's wall and CPU seconds and peak memory
+    by kind (anonymous: what the target of issue 37 is about; file: the mapped table and corpus)."""
+    import tempfile
+
+    import mlflow
+    import torch
+
+    from skipview.platform.tracking.pyfunc import log_encoder
+    from skipview.platform.training.config import load_settings
+    from skipview.platform.training.objectives import build
+
+    torch.set_num_threads(1)
+    memory = OwnMemory()
+    settings = load_settings(PROFILE, {"corpus": corpus, "wordvecs": wordvecs, "senteval_dir": None}, [])
+    phases, clock = {}, (time.perf_counter(), time.process_time())
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = (time.perf_counter(), time.process_time())
+        phases[name] = {"wall_s": round(now[0] - clock[0], 2), "cpu_s": round(now[1] - clock[1], 2),
+                        **memory.phase_peak()}
+        clock = now
+
+    with tempfile.TemporaryDirectory() as scratch:
+        built = build(settings)
+        phase("built")
+        encoder = built.finished_encoder(torch.device("cpu"))
+        phase("postprocessing_fit")
+        model_dir = encoder.save(Path(scratch) / "model")
+        phase("model_directory_saved")
+        uri = f"sqlite:///{scratch}/mlflow.db"
+        client = mlflow.MlflowClient(uri)
+        run_id = client.create_run(client.create_experiment("probe")).info.run_id
+        log_encoder(model_dir, run_id=run_id, tracking_uri=uri)
+        phase("logged_to_mlflow")
+    return phases
+
+
 def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
     scores = paths["point"] / "eval.json"
     record = run_stage(skipview("evaluate", "--model", str(paths["point"] / "model"), "--tasks", "sts14",
@@ -367,7 +455,7 @@ def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
 
 STAGE_RUNNERS = {"prepare": stage_prepare, "generate": stage_generate, "vocabulary": stage_vocabulary,
                  "wordvecs": stage_wordvecs, "startup": stage_startup, "train": stage_train,
-                 "evaluate": stage_evaluate}
+                 "finalmodel": stage_finalmodel, "evaluate": stage_evaluate}
 
 
 # ----------------------------------------------------------------------------------------------------- main
@@ -396,6 +484,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--table", action="store_true", help="print the curve of --json as a markdown table")
     parser.add_argument("--probe-startup", nargs=2, metavar=("CORPUS", "WORDVECS"), help=argparse.SUPPRESS)
+    parser.add_argument("--probe-final-model", nargs=2, metavar=("CORPUS", "WORDVECS"), help=argparse.SUPPRESS)
     parser.add_argument("--copies", type=int, help="copies of the source corpus (1 = 1.18M sentences)")
     parser.add_argument("--label", default="after", help="the point's name: before (old code) or after")
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
@@ -417,6 +506,9 @@ def main() -> None:
         return
     if args.probe_startup:
         print(json.dumps(probe_startup(*args.probe_startup)))
+        return
+    if args.probe_final_model:
+        print(json.dumps(probe_final_model(*args.probe_final_model)))
         return
     if args.copies is None:
         parser.error("--copies is required (or --table)")
