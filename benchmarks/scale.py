@@ -20,10 +20,14 @@ Stages (each a fresh process of the `skipview` command a user runs, sampled ever
                   per token on the first 30k sentences (which does not depend on the corpus size).
 * ``startup``     one training worker's start-up without Ray (its own ``build``, batching plan, first batch), timed
                   in wall and CPU seconds, with its peak RSS.
+* ``finalmodel``  rank 0's final-model step without Ray (post-processing fit, model directory, MLflow log_model into
+                  a scratch SQLite store) on the untrained objective: per phase wall and CPU seconds and peak memory
+                  by kind, anonymous apart from file pages (the mapped table and corpus).
 * ``train``       `skipview train` with reports/tune_sif_claim/best_config.yaml (disc, h = 256, N = 512, bf16), two
                   DDP workers of one thread, ``--steps`` steps with a checkpoint half way; the workers' own log lines
                   give start-up (corpus opened, batching plan made, first batch read), steps, checkpoint and final
-                  model.
+                  model, and each worker's start-up phases in wall and CPU seconds (built, DDP, resume, MLflow,
+                  first batch).
 * ``evaluate``    `skipview evaluate` of the final model on STS14.
 
 Result schema (``--json``, default reports/benchmarks/scale.json; a point's entry is replaced, the rest kept)::
@@ -41,8 +45,10 @@ Result schema (``--json``, default reports/benchmarks/scale.json; a point's entr
              ...stage's own figures: prepare "us_per_sentence", "cpu_us_per_sentence"; vocabulary "cuts" (words and
                 token coverage other cuts would keep); wordvecs "fasttext_train_s" (CPU s extrapolated from the sample);
                 startup "phases" {"built_s", "built_cpu_s", "plan_and_first_batch_s", ..._cpu_s, "total_s",
-                "total_cpu_s"}; train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s", "steps", "steps_s",
-                "checkpoint_s"}}, "final_model_s"}, "model_disk"; evaluate "sts14"}}}}}
+                "total_cpu_s"}; finalmodel "phases" {"<phase>": {"wall_s", "cpu_s", "peak_rss_mb", "peak_pss_mb",
+                "peak_anon_mb", "peak_file_mb"}}; train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s",
+                "steps", "steps_s", "checkpoint_s", "startup_phases": {"<phase>": {"wall_s", "cpu_s"}}}},
+                "final_model_s"}, "model_disk"; evaluate "sts14"}}}}}
 
 PSS (proportional set size) splits a page shared by several processes between them: the memory-mapped corpus and
 word vectors are counted once over the workers, while RSS counts them in full in each.
@@ -439,7 +445,7 @@ def probe_final_model(corpus: str, wordvecs: str) -> dict:
         uri = f"sqlite:///{scratch}/mlflow.db"
         client = mlflow.MlflowClient(uri)
         run_id = client.create_run(client.create_experiment("probe")).info.run_id
-        log_encoder(model_dir, run_id=run_id, tracking_uri=uri)
+        log_encoder(model_dir, run_id=run_id, tracking_uri=uri, encoder=encoder)     # as save_final_model
         phase("logged_to_mlflow")
     return phases
 
@@ -568,9 +574,19 @@ def table(document: dict) -> str:
         "start-up probe: plan and first batch (s wall / CPU)": lambda p: _pair(stage(p, "startup", "phases"),
                                                                               "plan_and_first_batch"),
         "start-up probe peak RSS (MB)": lambda p: stage(p, "startup", "maxrss_mb"),
+        "final-model probe: peak anonymous MB (built / fit / saved / logged)":
+            lambda p: _phases(stage(p, "finalmodel", "phases"), "peak_anon_mb"),
+        "final-model probe: peak file pages MB (built / fit / saved / logged)":
+            lambda p: _phases(stage(p, "finalmodel", "phases"), "peak_file_mb"),
+        "final-model probe: CPU s (built / fit / saved / logged)":
+            lambda p: _phases(stage(p, "finalmodel", "phases"), "cpu_s", "{:.1f}"),
         "train wall (s)": lambda p: stage(p, "train", "wall_s"),
         "built: corpus, vectors, objective (s, rank 0 / 1)": lambda p: ranks(p, "built_s"),
         "start-up to first batch (s, rank 0 / 1)": lambda p: ranks(p, "startup_s"),
+        "start-up phases, rank 0, wall / CPU s (built, DDP, resume, MLflow, first batch)":
+            lambda p: _startup_phases(stage(p, "train", "phases", "per_rank", "rank0", "startup_phases")),
+        "start-up phases, rank 1, wall / CPU s (built, DDP, resume, MLflow, first batch)":
+            lambda p: _startup_phases(stage(p, "train", "phases", "per_rank", "rank1", "startup_phases")),
         "steps (s, rank 0 / 1)": lambda p: ranks(p, "steps_s"),
         "checkpoints, the final one included (s, rank 0 / 1)": lambda p: ranks(p, "checkpoint_s"),
         "final model (s)": lambda p: stage(p, "train", "phases", "final_model_s"),
@@ -593,6 +609,14 @@ def table(document: dict) -> str:
                                                  if isinstance(c, float) else f"{c:,}" if isinstance(c, int)
                                                  else str(c) for c in cells) + " |")
     return "\n".join(lines)
+
+
+def _phases(phases: dict | None, key: str, form: str = "{:,.0f}") -> str | None:
+    return " / ".join(form.format(phase[key]) for phase in phases.values()) if phases else None
+
+
+def _startup_phases(phases: dict | None) -> str | None:
+    return ", ".join(f"{v['wall_s']:.1f}/{v['cpu_s']:.1f}" for v in phases.values()) if phases else None
 
 
 def _pair(phases: dict | None, name: str) -> str | None:

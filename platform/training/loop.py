@@ -355,7 +355,7 @@ def save_final_model(training: Training, tracker: Tracker, step: int) -> tuple[P
         results = run_tasks(encoder, settings.final_eval_tasks, settings.senteval_dir)
         evaluated = {f"eval.{k}": v for k, v in results.items()}
         tracker.metrics(evaluated, step)
-    tracker.log_model(model_dir)
+    tracker.log_model(model_dir, encoder)
     log.info("final model saved and logged in %.2f s", time.perf_counter() - started)
     return model_dir, evaluated
 
