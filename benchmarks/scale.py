@@ -37,7 +37,7 @@ Result schema (``--json``, default reports/benchmarks/scale.json; a point's entr
          "label", "copies", "sentences", "tokens", "code", "started", "load_average",
          "stages": {"<stage>": {
              "wall_s", "command", "exit_code",
-             "processes": [{"role", "pid", "peak_rss_mb", "peak_pss_mb", "write_mb"}],  # every process over 20 MB
+             "processes": [{"role", "pid", "peak_rss_mb", "peak_pss_mb", "peak_anon_mb", "write_mb"}],  # > 20 MB
              "peak_total_rss_mb", "peak_total_pss_mb", "write_mb",     # the process tree at its largest; io written
              "maxrss_mb", "cpu_s",      # wait4: largest RSS and CPU time of the command and the children it reaped
                                         # (on a loaded machine CPU time, not wall time, is what compares)
@@ -123,20 +123,33 @@ class TreeSampler:
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
             peak = self.peaks.setdefault(process.pid, {"role": role, "pid": process.pid, "rss": 0, "pss": 0,
-                                                       "written": 0})
+                                                       "anon": 0, "written": 0})
             peak["role"] = role if role != "python" else peak["role"]     # Ray renames its workers once started
             peak["rss"], peak["pss"] = max(peak["rss"], memory.rss), max(peak["pss"], memory.pss)
+            peak["anon"] = max(peak["anon"], _pss_anon(process.pid))
             peak["written"] = max(peak["written"], written)
             total_rss, total_pss = total_rss + memory.rss, total_pss + memory.pss
         self.peak_rss, self.peak_pss = max(self.peak_rss, total_rss), max(self.peak_pss, total_pss)
 
     def record(self) -> dict:
         processes = [{"role": p["role"], "pid": p["pid"], "peak_rss_mb": round(p["rss"] / MB, 1),
-                      "peak_pss_mb": round(p["pss"] / MB, 1), "write_mb": round(p["written"] / MB, 1)}
+                      "peak_pss_mb": round(p["pss"] / MB, 1), "peak_anon_mb": round(p["anon"] / MB, 1),
+                      "write_mb": round(p["written"] / MB, 1)}
                      for p in sorted(self.peaks.values(), key=lambda p: -p["rss"]) if p["rss"] >= _SMALL_PROCESS_MB * MB]
         return {"processes": processes, "peak_total_rss_mb": round(self.peak_rss / MB, 1),
                 "peak_total_pss_mb": round(self.peak_pss / MB, 1),
                 "write_mb": round(sum(p["written"] for p in self.peaks.values()) / MB, 1)}
+
+
+def _pss_anon(pid: int) -> int:
+    """A process's anonymous pages (what it allocated, apart from the mapped table and corpus), in bytes."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss_Anon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _role(process: psutil.Process, is_root: bool) -> str:
@@ -319,7 +332,16 @@ def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
                                 "--set", "senteval_dir=null", "--storage", str(run_dir),
                                 "--name", f"scale-{args.label}-{args.copies}-{int(time.time())}", "--output", str(model)),
                        paths["logs"] / "train.txt", env, run_dir)
-    text = (paths["logs"] / "train.txt").read_text(errors="replace")
+    # the workers' lines are in the run's own log beside its folder (the driver's output names it), not on stdout
+    run_logs = sorted(run_dir.glob("*.log"), key=lambda log: log.stat().st_mtime)[-1:]      # this run's
+    text = "".join(log.read_text(errors="replace") for log in [paths["logs"] / "train.txt", *run_logs])
+    record["phases"] = train_phases(text)
+    record["model_disk"] = disk_usage(model)
+    return record
+
+
+def train_phases(text: str) -> dict:
+    """Each rank's start-up, steps and checkpoints, and the final model's time, from the training's log lines."""
     ranks: dict[str, dict] = {}
     for key, pattern in _PHASES.items():
         for match in pattern.finditer(text):
@@ -334,9 +356,7 @@ def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
             phase: dict(zip(("wall_s", "cpu_s"), map(float, figures.split("/"))))
             for phase, figures in (item.split() for item in match.group(2).split(", "))}
     final = _FINAL.search(text)
-    record["phases"] = {"per_rank": ranks, "final_model_s": float(final.group(1)) if final else None}
-    record["model_disk"] = disk_usage(model)
-    return record
+    return {"per_rank": ranks, "final_model_s": float(final.group(1)) if final else None}
 
 
 def stage_startup(point: dict, paths: dict, env: dict, args) -> dict:
@@ -549,7 +569,7 @@ def table(document: dict) -> str:
 
     def workers(point, key):
         # "RayTrainWo": Linux cuts long process titles
-        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWo" in p["role"]]
+        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWo" in p["role"] and key in p]
         return " / ".join(f"{v:.0f}" for v in found) or None
 
     def ranks(point, key):
@@ -594,6 +614,7 @@ def table(document: dict) -> str:
                                                      if x["role"] == "driver"), None),
         "train workers peak RSS (MB)": lambda p: workers(p, "peak_rss_mb"),
         "train workers peak PSS (MB)": lambda p: workers(p, "peak_pss_mb"),
+        "train workers peak anonymous PSS (MB)": lambda p: workers(p, "peak_anon_mb"),
         "train process tree peak PSS (MB)": lambda p: stage(p, "train", "peak_total_pss_mb"),
         "run folder (checkpoints, MB)": lambda p: stage(p, "train", "disk", "mb"),
         "model directory (MB)": lambda p: stage(p, "train", "model_disk", "mb"),
