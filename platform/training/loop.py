@@ -120,9 +120,11 @@ class StartupClock:
     def mark(self, phase: str) -> None:
         self.marks.append((phase, time.perf_counter(), time.process_time()))
 
-    def summary(self) -> str:
-        return ", ".join(f"{phase} {wall - last_wall:.2f}/{cpu - last_cpu:.2f}"
-                         for (_, last_wall, last_cpu), (phase, wall, cpu) in zip(self.marks, self.marks[1:]))
+    def log(self, rank: int) -> None:
+        """One line (benchmarks/scale.py parses it): ``<phase> <wall>/<cpu>`` per phase, in order."""
+        phases = ", ".join(f"{phase} {wall - last_wall:.2f}/{cpu - last_cpu:.2f}"
+                           for (_, last_wall, last_cpu), (phase, wall, cpu) in zip(self.marks, self.marks[1:]))
+        log.info("rank %d: start-up phases, wall/CPU s: %s", rank, phases)
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
@@ -173,7 +175,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 clock.mark("first_batch")
                 log.info("rank %d: start-up (corpus opened, batching plan made, first batch read) took %.2f s",
                          rank, first_batch - started)
-                log.info("rank %d: start-up phases, wall/CPU s: %s", rank, clock.summary())
+                clock.log(rank)
                 started = None
             out, grad_norm = training.step(batch)
             progress.step += 1
