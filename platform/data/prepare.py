@@ -248,7 +248,7 @@ class _TokenStore:
 
         # Plain chunked reads and writes, not memory maps: mapped pages of these big files would count towards
         # the resident set and make peak RSS grow with the corpus after all. In place: a second file of final ids
-        # beside the provisional one held the store twice on disk at the peak (6.6 GB at 800M tokens).
+        # beside the provisional one held the store twice on disk at the peak (6.4 GB at 800M tokens).
         with open(self.folder / "tokens.bin", "r+b") as tokens:
             while len(chunk := np.fromfile(tokens, dtype=np.uint32, count=_CHUNK)):
                 tokens.seek(-chunk.nbytes, os.SEEK_CUR)
