@@ -464,7 +464,9 @@ def probe_final_model(corpus: str, wordvecs: str) -> dict:
         phase("model_directory_saved")
         uri = f"sqlite:///{scratch}/mlflow.db"
         client = mlflow.MlflowClient(uri)
-        run_id = client.create_run(client.create_experiment("probe")).info.run_id
+        # the artifacts (a copy of the model directory) in the scratch folder too, not MLflow's default ./mlruns
+        experiment = client.create_experiment("probe", artifact_location=(Path(scratch) / "artifacts").as_uri())
+        run_id = client.create_run(experiment).info.run_id
         log_encoder(model_dir, run_id=run_id, tracking_uri=uri, encoder=encoder)     # as save_final_model
         phase("logged_to_mlflow")
     return phases
