@@ -20,10 +20,14 @@ Stages (each a fresh process of the `skipview` command a user runs, sampled ever
                   per token on the first 30k sentences (which does not depend on the corpus size).
 * ``startup``     one training worker's start-up without Ray (its own ``build``, batching plan, first batch), timed
                   in wall and CPU seconds, with its peak RSS.
+* ``finalmodel``  rank 0's final-model step without Ray (post-processing fit, model directory, MLflow log_model into
+                  a scratch SQLite store) on the untrained objective: per phase wall and CPU seconds and peak memory
+                  by kind, anonymous apart from file pages (the mapped table and corpus).
 * ``train``       `skipview train` with reports/tune_sif_claim/best_config.yaml (disc, h = 256, N = 512, bf16), two
                   DDP workers of one thread, ``--steps`` steps with a checkpoint half way; the workers' own log lines
                   give start-up (corpus opened, batching plan made, first batch read), steps, checkpoint and final
-                  model.
+                  model, and each worker's start-up phases in wall and CPU seconds (built, DDP, resume, MLflow,
+                  first batch).
 * ``evaluate``    `skipview evaluate` of the final model on STS14.
 
 Result schema (``--json``, default reports/benchmarks/scale.json; a point's entry is replaced, the rest kept)::
@@ -33,7 +37,7 @@ Result schema (``--json``, default reports/benchmarks/scale.json; a point's entr
          "label", "copies", "sentences", "tokens", "code", "started", "load_average",
          "stages": {"<stage>": {
              "wall_s", "command", "exit_code",
-             "processes": [{"role", "pid", "peak_rss_mb", "peak_pss_mb", "write_mb"}],  # every process over 20 MB
+             "processes": [{"role", "pid", "peak_rss_mb", "peak_pss_mb", "peak_anon_mb", "write_mb"}],  # > 20 MB
              "peak_total_rss_mb", "peak_total_pss_mb", "write_mb",     # the process tree at its largest; io written
              "maxrss_mb", "cpu_s",      # wait4: largest RSS and CPU time of the command and the children it reaped
                                         # (on a loaded machine CPU time, not wall time, is what compares)
@@ -41,8 +45,10 @@ Result schema (``--json``, default reports/benchmarks/scale.json; a point's entr
              ...stage's own figures: prepare "us_per_sentence", "cpu_us_per_sentence"; vocabulary "cuts" (words and
                 token coverage other cuts would keep); wordvecs "fasttext_train_s" (CPU s extrapolated from the sample);
                 startup "phases" {"built_s", "built_cpu_s", "plan_and_first_batch_s", ..._cpu_s, "total_s",
-                "total_cpu_s"}; train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s", "steps", "steps_s",
-                "checkpoint_s"}}, "final_model_s"}, "model_disk"; evaluate "sts14"}}}}}
+                "total_cpu_s"}; finalmodel "phases" {"<phase>": {"wall_s", "cpu_s", "peak_rss_mb", "peak_pss_mb",
+                "peak_anon_mb", "peak_file_mb"}}; train "phases": {"per_rank": {"rank<r>": {"built_s", "startup_s",
+                "steps", "steps_s", "checkpoint_s", "startup_phases": {"<phase>": {"wall_s", "cpu_s"}}}},
+                "final_model_s"}, "model_disk"; evaluate "sts14"}}}}}
 
 PSS (proportional set size) splits a page shared by several processes between them: the memory-mapped corpus and
 word vectors are counted once over the workers, while RSS counts them in full in each.
@@ -67,7 +73,7 @@ import psutil
 from emit import emit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "train", "evaluate")
+STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "finalmodel", "train", "evaluate")
 SOURCE = "/work/main/data/novels_news/prepared"
 PROFILE = "reports/tune_sif_claim/best_config.yaml"
 SENTEVAL = "/work/shared/data/senteval/downstream"
@@ -117,20 +123,33 @@ class TreeSampler:
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
             peak = self.peaks.setdefault(process.pid, {"role": role, "pid": process.pid, "rss": 0, "pss": 0,
-                                                       "written": 0})
+                                                       "anon": 0, "written": 0})
             peak["role"] = role if role != "python" else peak["role"]     # Ray renames its workers once started
             peak["rss"], peak["pss"] = max(peak["rss"], memory.rss), max(peak["pss"], memory.pss)
+            peak["anon"] = max(peak["anon"], _pss_anon(process.pid))
             peak["written"] = max(peak["written"], written)
             total_rss, total_pss = total_rss + memory.rss, total_pss + memory.pss
         self.peak_rss, self.peak_pss = max(self.peak_rss, total_rss), max(self.peak_pss, total_pss)
 
     def record(self) -> dict:
         processes = [{"role": p["role"], "pid": p["pid"], "peak_rss_mb": round(p["rss"] / MB, 1),
-                      "peak_pss_mb": round(p["pss"] / MB, 1), "write_mb": round(p["written"] / MB, 1)}
+                      "peak_pss_mb": round(p["pss"] / MB, 1), "peak_anon_mb": round(p["anon"] / MB, 1),
+                      "write_mb": round(p["written"] / MB, 1)}
                      for p in sorted(self.peaks.values(), key=lambda p: -p["rss"]) if p["rss"] >= _SMALL_PROCESS_MB * MB]
         return {"processes": processes, "peak_total_rss_mb": round(self.peak_rss / MB, 1),
                 "peak_total_pss_mb": round(self.peak_pss / MB, 1),
                 "write_mb": round(sum(p["written"] for p in self.peaks.values()) / MB, 1)}
+
+
+def _pss_anon(pid: int) -> int:
+    """A process's anonymous pages (what it allocated, apart from the mapped table and corpus), in bytes."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss_Anon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _role(process: psutil.Process, is_root: bool) -> str:
@@ -299,6 +318,7 @@ _PHASES = {
     "checkpoint_s": re.compile(r"rank (\d+): checkpoint at step \d+ reported in ([0-9.]+) s"),
 }
 _FINAL = re.compile(r"final model saved and logged in ([0-9.]+) s")
+_STARTUP_PHASES = re.compile(r"rank (\d+): start-up phases, wall/CPU s: (.*)")
 
 
 def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
@@ -312,7 +332,16 @@ def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
                                 "--set", "senteval_dir=null", "--storage", str(run_dir),
                                 "--name", f"scale-{args.label}-{args.copies}-{int(time.time())}", "--output", str(model)),
                        paths["logs"] / "train.txt", env, run_dir)
-    text = (paths["logs"] / "train.txt").read_text(errors="replace")
+    # the workers' lines are in the run's own log beside its folder (the driver's output names it), not on stdout
+    run_logs = sorted(run_dir.glob("*.log"), key=lambda log: log.stat().st_mtime)[-1:]      # this run's
+    text = "".join(log.read_text(errors="replace") for log in [paths["logs"] / "train.txt", *run_logs])
+    record["phases"] = train_phases(text)
+    record["model_disk"] = disk_usage(model)
+    return record
+
+
+def train_phases(text: str) -> dict:
+    """Each rank's start-up, steps and checkpoints, and the final model's time, from the training's log lines."""
     ranks: dict[str, dict] = {}
     for key, pattern in _PHASES.items():
         for match in pattern.finditer(text):
@@ -322,10 +351,12 @@ def stage_train(point: dict, paths: dict, env: dict, args) -> dict:
             else:
                 phases[key] = phases.get(key, 0.0) + float(match.group(2)) if key == "checkpoint_s" else \
                     float(match.group(2))
+    for match in _STARTUP_PHASES.finditer(text):
+        ranks.setdefault(f"rank{match.group(1)}", {})["startup_phases"] = {
+            phase: dict(zip(("wall_s", "cpu_s"), map(float, figures.split("/"))))
+            for phase, figures in (item.split() for item in match.group(2).split(", "))}
     final = _FINAL.search(text)
-    record["phases"] = {"per_rank": ranks, "final_model_s": float(final.group(1)) if final else None}
-    record["model_disk"] = disk_usage(model)
-    return record
+    return {"per_rank": ranks, "final_model_s": float(final.group(1)) if final else None}
 
 
 def stage_startup(point: dict, paths: dict, env: dict, args) -> dict:
@@ -356,6 +387,91 @@ def probe_startup(corpus: str, wordvecs: str) -> dict:
     return phases
 
 
+def stage_finalmodel(point: dict, paths: dict, env: dict, args) -> dict:
+    record = run_stage([sys.executable, "benchmarks/scale.py", "--probe-final-model", str(paths["prepared"]),
+                        str(paths["wordvecs"])], paths["logs"] / "finalmodel.txt", env, None)
+    record["phases"] = json.loads((paths["logs"] / "finalmodel.txt").read_text().splitlines()[-1])
+    return record
+
+
+class OwnMemory:
+    """This process's peak resident memory by kind, from /proc/self/smaps_rollup sampled in a thread: anonymous
+    pages (what the process allocated itself) apart from file pages (the memory-mapped corpus, word vectors and
+    model files: page cache, shared with every process that maps the same file)."""
+
+    FIELDS = {"Rss": "rss", "Pss": "pss", "Pss_Anon": "anon", "Pss_File": "file"}
+
+    def __init__(self, interval: float = 0.1):
+        self.interval, self.peak = interval, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def now(self) -> dict:
+        values = {}
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name in self.FIELDS:
+                values[self.FIELDS[name]] = int(rest.split()[0]) * 1024
+        return values
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        for key, value in self.now().items():
+            self.peak[key] = max(self.peak.get(key, 0), value)
+
+    def phase_peak(self) -> dict:
+        """The peak since the last call (in MB), then start the next phase's."""
+        self.sample()
+        peak, self.peak = self.peak, {}
+        return {f"peak_{key}_mb": round(value / MB, 1) for key, value in peak.items()}
+
+
+def probe_final_model(corpus: str, wordvecs: str) -> dict:
+    """Rank 0's final-model step without Ray (``save_final_model``: the post-processing fit, the model directory
+    written, MLflow's ``log_model`` into a scratch SQLite store), each phase's wall and CPU seconds and peak memory
+    by kind (anonymous: what the target of issue 37 is about; file: the mapped table and corpus)."""
+    import tempfile
+
+    import mlflow
+    import torch
+
+    from skipview.platform.tracking.pyfunc import log_encoder
+    from skipview.platform.training.config import load_settings
+    from skipview.platform.training.objectives import build
+
+    torch.set_num_threads(1)
+    memory = OwnMemory()
+    settings = load_settings(PROFILE, {"corpus": corpus, "wordvecs": wordvecs, "senteval_dir": None}, [])
+    phases, clock = {}, (time.perf_counter(), time.process_time())
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = (time.perf_counter(), time.process_time())
+        phases[name] = {"wall_s": round(now[0] - clock[0], 2), "cpu_s": round(now[1] - clock[1], 2),
+                        **memory.phase_peak()}
+        clock = now
+
+    with tempfile.TemporaryDirectory() as scratch:
+        built = build(settings)
+        phase("built")
+        encoder = built.finished_encoder(torch.device("cpu"))
+        phase("postprocessing_fit")
+        model_dir = encoder.save(Path(scratch) / "model")
+        phase("model_directory_saved")
+        uri = f"sqlite:///{scratch}/mlflow.db"
+        client = mlflow.MlflowClient(uri)
+        # the artifacts (a copy of the model directory) in the scratch folder too, not MLflow's default ./mlruns
+        experiment = client.create_experiment("probe", artifact_location=(Path(scratch) / "artifacts").as_uri())
+        run_id = client.create_run(experiment).info.run_id
+        log_encoder(model_dir, run_id=run_id, tracking_uri=uri, encoder=encoder)     # as save_final_model
+        phase("logged_to_mlflow")
+    return phases
+
+
 def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
     scores = paths["point"] / "eval.json"
     record = run_stage(skipview("evaluate", "--model", str(paths["point"] / "model"), "--tasks", "sts14",
@@ -367,7 +483,7 @@ def stage_evaluate(point: dict, paths: dict, env: dict, args) -> dict:
 
 STAGE_RUNNERS = {"prepare": stage_prepare, "generate": stage_generate, "vocabulary": stage_vocabulary,
                  "wordvecs": stage_wordvecs, "startup": stage_startup, "train": stage_train,
-                 "evaluate": stage_evaluate}
+                 "finalmodel": stage_finalmodel, "evaluate": stage_evaluate}
 
 
 # ----------------------------------------------------------------------------------------------------- main
@@ -396,6 +512,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--table", action="store_true", help="print the curve of --json as a markdown table")
     parser.add_argument("--probe-startup", nargs=2, metavar=("CORPUS", "WORDVECS"), help=argparse.SUPPRESS)
+    parser.add_argument("--probe-final-model", nargs=2, metavar=("CORPUS", "WORDVECS"), help=argparse.SUPPRESS)
     parser.add_argument("--copies", type=int, help="copies of the source corpus (1 = 1.18M sentences)")
     parser.add_argument("--label", default="after", help="the point's name: before (old code) or after")
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
@@ -417,6 +534,9 @@ def main() -> None:
         return
     if args.probe_startup:
         print(json.dumps(probe_startup(*args.probe_startup)))
+        return
+    if args.probe_final_model:
+        print(json.dumps(probe_final_model(*args.probe_final_model)))
         return
     if args.copies is None:
         parser.error("--copies is required (or --table)")
@@ -451,7 +571,7 @@ def table(document: dict) -> str:
 
     def workers(point, key):
         # "RayTrainWo": Linux cuts long process titles
-        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWo" in p["role"]]
+        found = [p[key] for p in stage(point, "train", "processes") or [] if "RayTrainWo" in p["role"] and key in p]
         return " / ".join(f"{v:.0f}" for v in found) or None
 
     def ranks(point, key):
@@ -476,9 +596,19 @@ def table(document: dict) -> str:
         "start-up probe: plan and first batch (s wall / CPU)": lambda p: _pair(stage(p, "startup", "phases"),
                                                                               "plan_and_first_batch"),
         "start-up probe peak RSS (MB)": lambda p: stage(p, "startup", "maxrss_mb"),
+        "final-model probe: peak anonymous MB (built / fit / saved / logged)":
+            lambda p: _phases(stage(p, "finalmodel", "phases"), "peak_anon_mb"),
+        "final-model probe: peak file pages MB (built / fit / saved / logged)":
+            lambda p: _phases(stage(p, "finalmodel", "phases"), "peak_file_mb"),
+        "final-model probe: CPU s (built / fit / saved / logged)":
+            lambda p: _phases(stage(p, "finalmodel", "phases"), "cpu_s", "{:.1f}"),
         "train wall (s)": lambda p: stage(p, "train", "wall_s"),
         "built: corpus, vectors, objective (s, rank 0 / 1)": lambda p: ranks(p, "built_s"),
         "start-up to first batch (s, rank 0 / 1)": lambda p: ranks(p, "startup_s"),
+        "start-up phases, rank 0, wall / CPU s (built, DDP, resume, MLflow, first batch)":
+            lambda p: _startup_phases(stage(p, "train", "phases", "per_rank", "rank0", "startup_phases")),
+        "start-up phases, rank 1, wall / CPU s (built, DDP, resume, MLflow, first batch)":
+            lambda p: _startup_phases(stage(p, "train", "phases", "per_rank", "rank1", "startup_phases")),
         "steps (s, rank 0 / 1)": lambda p: ranks(p, "steps_s"),
         "checkpoints, the final one included (s, rank 0 / 1)": lambda p: ranks(p, "checkpoint_s"),
         "final model (s)": lambda p: stage(p, "train", "phases", "final_model_s"),
@@ -486,6 +616,7 @@ def table(document: dict) -> str:
                                                      if x["role"] == "driver"), None),
         "train workers peak RSS (MB)": lambda p: workers(p, "peak_rss_mb"),
         "train workers peak PSS (MB)": lambda p: workers(p, "peak_pss_mb"),
+        "train workers peak anonymous PSS (MB)": lambda p: workers(p, "peak_anon_mb"),
         "train process tree peak PSS (MB)": lambda p: stage(p, "train", "peak_total_pss_mb"),
         "run folder (checkpoints, MB)": lambda p: stage(p, "train", "disk", "mb"),
         "model directory (MB)": lambda p: stage(p, "train", "model_disk", "mb"),
@@ -501,6 +632,14 @@ def table(document: dict) -> str:
                                                  if isinstance(c, float) else f"{c:,}" if isinstance(c, int)
                                                  else str(c) for c in cells) + " |")
     return "\n".join(lines)
+
+
+def _phases(phases: dict | None, key: str, form: str = "{:,.0f}") -> str | None:
+    return " / ".join(form.format(phase[key]) for phase in phases.values()) if phases else None
+
+
+def _startup_phases(phases: dict | None) -> str | None:
+    return ", ".join(f"{v['wall_s']:.1f}/{v['cpu_s']:.1f}" for v in phases.values()) if phases else None
 
 
 def _pair(phases: dict | None, name: str) -> str | None:

@@ -159,8 +159,7 @@ def sample_sentence_ids(corpus: PreparedCorpus, num_sentences: int, *, seed: int
     rng = np.random.default_rng(seed)
     count = min(num_sentences, corpus.num_sentences)
     chosen = np.sort(rng.choice(corpus.num_sentences, size=count, replace=False))
-    cap = max_len if max_len is not None else np.iinfo(np.int64).max
-    return [corpus.sentence(int(i))[:cap] for i in chosen]
+    return corpus.read_sentences(chosen, max_len)
 
 
 def _is_doc_start(corpus: PreparedCorpus, begin: int, end: int) -> np.ndarray:

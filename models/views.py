@@ -269,9 +269,11 @@ def frozen_word_vectors(word_vectors, vocab_size: int) -> torch.Tensor:
     if matrix.ndim != 2 or matrix.shape[0] != vocab_size:
         raise ValueError(f"word-vector matrix has shape {tuple(matrix.shape)}, expected ({vocab_size}, dim) "
                          "to match the vocabulary")
-    # in row blocks: a whole-table check would allocate a mask as large as the table's rows
+    # in row blocks: a whole-table check would allocate a mask as large as the table's rows. NumPy's isfinite, not
+    # torch's: 0.06 against 0.63 CPU s for the 1.2 GB table of a million words (one thread, this machine), paid by
+    # every training worker at start-up
     for start in range(0, vocab_size, _ROWS_PER_CHECK):
-        if not torch.isfinite(matrix[start: start + _ROWS_PER_CHECK]).all():
+        if not np.isfinite(matrix[start: start + _ROWS_PER_CHECK].numpy()).all():
             raise ValueError("word-vector matrix contains NaN or infinite values")
     if not shared:
         matrix[PAD_ID] = 0.0

@@ -8,9 +8,10 @@ One streaming pass, in three steps:
    :class:`~skipview.models.text.Tokenizer`). A batch comes back as its distinct words plus an array of local ids,
    so only compact arrays cross the process boundary. At most ``2 * workers + 2`` batches are in flight, and results
    are merged strictly in input order: the output does not depend on the number of workers or on the batch size.
-3. The main process maps local ids to provisional ids (order of first appearance), appends them to a scratch file
+3. The main process maps local ids to provisional ids (order of first appearance), appends them to ``tokens.bin``
    and counts words. When the input is exhausted it ranks the vocabulary (frequency, then alphabetically, specials
-   first) and rewrites the scratch file into ``tokens.bin`` through a provisional->final id table, chunk by chunk.
+   first) and maps ``tokens.bin`` to the final ids in place, chunk by chunk: the store exists once on disk, never
+   as a scratch file beside its final copy.
 
 Memory therefore holds the vocabulary and a bounded number of batches, never the corpus: peak RSS grows only with
 the number of distinct words (Heaps' law), not with the number of tokens. Everything is written into a staging
@@ -204,7 +205,7 @@ class _TokenStore:
         self.counts = np.zeros(1 << 16, dtype=np.int64)
         self.sentences = self.tokens = self.documents = self.empty_sentences = 0
         self._document_pending = False
-        self._provisional = open(folder / "tokens.provisional", "wb")
+        self._tokens = open(folder / "tokens.bin", "wb")       # provisional ids until finish() maps them
         self._lengths = open(folder / "lengths.scratch", "wb")
         self._doc_starts = open(folder / "doc_starts.scratch", "wb")
 
@@ -215,7 +216,7 @@ class _TokenStore:
         if len(self.word_ids) > len(self.counts):
             self.counts = np.concatenate([self.counts, np.zeros(len(self.word_ids) * 2 - len(self.counts), np.int64)])
         self.counts[to_provisional] += np.bincount(local_ids, minlength=len(words))
-        self._provisional.write(to_provisional[local_ids].tobytes())
+        self._tokens.write(to_provisional[local_ids].tobytes())
         self._lengths.write(lengths.tobytes())
         # A document starts at the first sentence of its first piece that produced any sentence; a document
         # whose pieces produced none disappears (it would be an empty range in doc_index.npy).
@@ -232,7 +233,7 @@ class _TokenStore:
         self.empty_sentences += empty
 
     def finish(self, max_vocab: int | None, min_count: int) -> tuple[Vocab, int]:
-        for f in (self._provisional, self._lengths, self._doc_starts):
+        for f in (self._tokens, self._lengths, self._doc_starts):
             f.close()
         words = list(self.word_ids)
         counts = self.counts[: len(words)]
@@ -245,12 +246,13 @@ class _TokenStore:
         unk_tokens = int(counts[to_final == UNK_ID].sum())
         vocab.save(self.folder / "vocab.tsv")
 
-        # Plain chunked reads and writes, not memory maps: mapped pages of these big scratch files would count
-        # towards the resident set and make peak RSS grow with the corpus after all.
-        with open(self.folder / "tokens.provisional", "rb") as provisional, \
-                open(self.folder / "tokens.bin", "wb") as out:
-            while len(chunk := np.fromfile(provisional, dtype=np.uint32, count=_CHUNK)):
-                out.write(to_final[chunk].tobytes())
+        # Plain chunked reads and writes, not memory maps: mapped pages of these big files would count towards
+        # the resident set and make peak RSS grow with the corpus after all. In place: a second file of final ids
+        # beside the provisional one held the store twice on disk at the peak (6.4 GB at 800M tokens).
+        with open(self.folder / "tokens.bin", "r+b") as tokens:
+            while len(chunk := np.fromfile(tokens, dtype=np.uint32, count=_CHUNK)):
+                tokens.seek(-chunk.nbytes, os.SEEK_CUR)
+                tokens.write(to_final[chunk].tobytes())
         with open(self.folder / "lengths.scratch", "rb") as lengths, \
                 _npy_writer(self.folder / "offsets.npy", np.int64, self.sentences + 1) as offsets:
             end = np.zeros(1, dtype=np.int64)
@@ -263,7 +265,7 @@ class _TokenStore:
                 _npy_writer(self.folder / "doc_index.npy", np.int64, self.documents) as doc_index:
             while len(chunk := np.fromfile(starts, dtype=np.int64, count=_CHUNK)):
                 doc_index.write(chunk.tobytes())
-        for scratch in ("tokens.provisional", "lengths.scratch", "doc_starts.scratch"):
+        for scratch in ("lengths.scratch", "doc_starts.scratch"):
             (self.folder / scratch).unlink()
         return vocab, unk_tokens
 

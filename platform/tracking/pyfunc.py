@@ -60,10 +60,12 @@ def _signature(dim: int):
 
 
 def log_encoder(model_dir: str | Path, *, run_id: str, tracking_uri: str, name: str = "encoder",
-                sample_sentences: list[str] | None = None) -> str:
-    """Log ``model_dir`` as a pyfunc model in ``run_id``; returns the model URI."""
+                sample_sentences: list[str] | None = None, encoder: SentenceEncoder | None = None) -> str:
+    """Log ``model_dir`` as a pyfunc model in ``run_id``; returns the model URI. ``encoder``: the one saved in
+    ``model_dir``, when the caller holds it (the training worker does); otherwise it is loaded to read its output
+    width, a second vocabulary in memory (~180 B a word: 180 MB at a million words) besides the caller's."""
     sample = sample_sentences or ["a sentence to embed ."]
-    dim = np.asarray(SentenceEncoder.load(model_dir).encode(sample[:1])).shape[1]
+    dim = np.asarray((encoder or SentenceEncoder.load(model_dir)).encode(sample[:1])).shape[1]
     mlflow.set_tracking_uri(tracking_uri)
     with tempfile.TemporaryDirectory() as scratch, mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
         info = mlflow.pyfunc.log_model(name=name, python_model=EncoderModel(),

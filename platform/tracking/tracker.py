@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from skipview.models.encoder import SentenceEncoder
 from skipview.platform.tracking import store
 from skipview.platform.tracking.pyfunc import log_encoder
 
@@ -58,11 +59,12 @@ class Tracker:
             self.flush()
             self.client.set_tag(self.run_id, key, value)
 
-    def log_model(self, model_dir: Path) -> None:
-        """The final model directory as the run's pyfunc model, its URI as the tag ``skipview.model_uri``."""
+    def log_model(self, model_dir: Path, encoder: SentenceEncoder | None = None) -> None:
+        """The final model directory (of ``encoder``, when given) as the run's pyfunc model, its URI as the tag
+        ``skipview.model_uri``."""
         if self.client is None:
             return
-        uri = log_encoder(model_dir, run_id=self.run_id, tracking_uri=self.tracking_uri)
+        uri = log_encoder(model_dir, run_id=self.run_id, tracking_uri=self.tracking_uri, encoder=encoder)
         self.tag("skipview.model_uri", uri)
 
     def finish(self, status: str) -> None:

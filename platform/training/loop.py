@@ -110,8 +110,26 @@ def parameters_digest(module: torch.nn.Module) -> float:
     return float(total)
 
 
+class StartupClock:
+    """Wall and CPU seconds of each start-up phase, logged once at the first batch: on a loaded machine the wall
+    time says more about the load than about the code, the CPU time (this process's, all its threads) does not."""
+
+    def __init__(self):
+        self.marks = [("start", time.perf_counter(), time.process_time())]
+
+    def mark(self, phase: str) -> None:
+        self.marks.append((phase, time.perf_counter(), time.process_time()))
+
+    def log(self, rank: int) -> None:
+        """One line (benchmarks/scale.py parses it): ``<phase> <wall>/<cpu>`` per phase, in order."""
+        phases = ", ".join(f"{phase} {wall - last_wall:.2f}/{cpu - last_cpu:.2f}"
+                           for (_, last_wall, last_cpu), (phase, wall, cpu) in zip(self.marks, self.marks[1:]))
+        log.info("rank %d: start-up phases, wall/CPU s: %s", rank, phases)
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     started = time.perf_counter()       # start-up's clock: what a run costs before its first step (issue 37)
+    clock = StartupClock()
     settings = TrainSettings.model_validate(config["settings"])
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
@@ -125,13 +143,17 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     np.random.seed(settings.seed * 1009 + rank)
     torch.manual_seed(settings.seed * 1009 + rank)
     built_s = time.perf_counter() - started
+    clock.mark("built")
     training = Training.prepare(built, rank, world_size, device)
+    clock.mark("ddp")
     log.info("rank %d: corpus, word vectors and objective built in %.2f s; DDP model ready at %.2f s", rank, built_s,
              time.perf_counter() - started)
     progress, run_id, skipped = training.resume()
+    clock.mark("resume")
     tracker = Tracker(config, rank, run_id)
     # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run
     tracker.tag(NODES_TAG, " ".join(gathered(ray.get_runtime_context().get_node_id(), world_size)))
+    clock.mark("mlflow")
     if skipped:
         # the warning is in the worker's log; the tag puts it where a cluster user looks first
         tracker.tag(CORRUPT_TAG, " | ".join(skipped))
@@ -150,8 +172,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         for batch in prefetch(epoch, device):
             if started is not None:
                 first_batch = time.perf_counter()
+                clock.mark("first_batch")
                 log.info("rank %d: start-up (corpus opened, batching plan made, first batch read) took %.2f s",
                          rank, first_batch - started)
+                clock.log(rank)
                 started = None
             out, grad_norm = training.step(batch)
             progress.step += 1
@@ -333,7 +357,7 @@ def save_final_model(training: Training, tracker: Tracker, step: int) -> tuple[P
         results = run_tasks(encoder, settings.final_eval_tasks, settings.senteval_dir)
         evaluated = {f"eval.{k}": v for k, v in results.items()}
         tracker.metrics(evaluated, step)
-    tracker.log_model(model_dir)
+    tracker.log_model(model_dir, encoder)
     log.info("final model saved and logged in %.2f s", time.perf_counter() - started)
     return model_dir, evaluated
 

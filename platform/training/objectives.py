@@ -56,11 +56,11 @@ def aligned_word_vectors(wordvecs: str | Path, vocab: Vocab) -> np.ndarray:
 def _words_matching(vocab_tsv: Path, vocab: Vocab) -> int | None:
     """None when ``vocab_tsv`` lists ``vocab``'s words in its order, else its number of lines. Streamed: a second
     vocabulary in memory would cost every worker ~180 bytes a word (180 MB at a million words)."""
-    lines, matching = 0, True
+    lines, matching, words = 0, True, vocab.words
     with open(vocab_tsv, encoding="utf-8") as f:
         for lines, line in enumerate(f, 1):
-            matching = matching and lines <= len(vocab) and line.split("\t", 1)[0] == vocab.words[lines - 1]
-    return None if matching and lines == len(vocab) else lines
+            matching = matching and lines <= len(words) and line.partition("\t")[0] == words[lines - 1]
+    return None if matching and lines == len(words) else lines
 
 
 def objective_factory(name: str) -> Callable[..., Objective]:

@@ -78,6 +78,27 @@ def test_output_is_byte_identical_across_runs_workers_and_batch_sizes(books_corp
     assert sorted(digest(tmp_path / "a")) == ["doc_index.npy", "meta.json", "offsets.npy", "tokens.bin", "vocab.tsv"]
 
 
+def test_tokens_are_mapped_to_final_ids_in_place_chunk_by_chunk(books_corpus, tmp_path, monkeypatch):
+    """finish() rewrites tokens.bin in place: chunks smaller than the store (and a last partial one) give the same
+    bytes, and no second token file ever sits beside it (the store is on disk once at the peak)."""
+    from skipview.platform.data import prepare
+
+    prepare_corpus(books_corpus, tmp_path / "whole", progress=False)
+    seen = []
+    original_fromfile = np.fromfile
+
+    def fromfile(file, *args, **kwargs):            # what the staging folder holds while finish() reads
+        seen.append(sorted(p.name for p in Path(file.name).parent.iterdir()))
+        return original_fromfile(file, *args, **kwargs)
+
+    monkeypatch.setattr(prepare, "_CHUNK", 7)
+    monkeypatch.setattr(prepare.np, "fromfile", fromfile)
+    prepare_corpus(books_corpus, tmp_path / "chunked", progress=False)
+    assert digest(tmp_path / "chunked") == digest(tmp_path / "whole")
+    assert len(seen) > 3 and all(names == ["doc_starts.scratch", "lengths.scratch", "tokens.bin", "vocab.tsv"]
+                                 for names in seen[:3])
+
+
 def test_jsonl_text_field_and_paragraphs(jsonl_corpus, tmp_path):
     with pytest.raises(Exception, match="no sentence"):
         prepare_corpus(jsonl_corpus, tmp_path / "wrong-field", progress=False)   # default field "text" absent

@@ -103,3 +103,18 @@ def test_import_bin_copies_the_model_and_optionally_fills_oov_from_subwords(prep
     vocab = Vocab.load(tmp_path / "other_prepared" / "vocab.tsv")
     np.testing.assert_array_equal(np.load(tmp_path / "filled" / "vectors.npy")[vocab.index["wandered"]],
                                   model.get_word_vector("wandered"))
+
+
+def test_table_hash_in_blocks_is_the_hash_of_its_bytes_and_checks_every_block(monkeypatch):
+    """The hash and the finiteness check go block by block (no copy of the table): the digest must not depend on
+    the block size, and a non-finite value in the last block must still be found."""
+    from skipview.platform.data import wordvecs
+
+    table = np.random.default_rng(0).standard_normal((37, 5)).astype(np.float32)
+    whole = hashlib.sha256(table.tobytes()).hexdigest()
+    for block_bytes in (1, 3 * 5 * 4, 1 << 20):          # one row, three rows, all rows at a time
+        monkeypatch.setattr(wordvecs, "_HASH_BLOCK_BYTES", block_bytes)
+        assert wordvecs._finite_table_sha256(table, "test") == whole
+    table[-1, -1] = np.inf
+    with pytest.raises(ValueError, match="non-finite"):
+        wordvecs._finite_table_sha256(table, "test")

@@ -13,6 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import mlflow
 import numpy as np
 import pytest
 import torch
@@ -27,21 +28,47 @@ from skipview.platform.tracking.pyfunc import load_encoder, log_encoder
 SENTENCES = ["the cat sat on the mat .", "a dog barked ."]
 
 
-@pytest.fixture(scope="module")
-def logged(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pyfunc")
+def tiny_encoder() -> SentenceEncoder:
     torch.manual_seed(0)
     words = ["the", "cat", "sat", "on", "mat", ".", "a", "dog", "barked"]
     vocab = Vocab(list(SPECIALS) + words, [0] * 4 + [1] * len(words))
     vectors = np.random.default_rng(0).normal(size=(len(vocab), 6)).astype(np.float32)
     encoder = SentenceEncoder({"g": LinearView(6, 4)}, vocab, Tokenizer(), vectors, max_len=30)
     encoder.fit_postprocessing(["the cat barked .", "a mat sat on the dog .", "the dog sat ."])
+    return encoder
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pyfunc")
+    encoder = tiny_encoder()
     model_dir = encoder.save(tmp / "model")
     uri = f"sqlite:///{tmp}/mlflow.db"
     client = store.client(uri)
     run_id, _ = store.open_run(client, "serving", "k", "serving-test")
     model_uri = log_encoder(model_dir, run_id=run_id, tracking_uri=uri)
     return uri, f"runs:/{run_id}/encoder", model_uri, encoder.encode(SENTENCES)
+
+
+def test_the_encoder_in_hand_is_logged_without_loading_a_second_copy(tmp_path, monkeypatch):
+    """The training worker passes the encoder it saved: log_encoder must not load the model directory again (a
+    second vocabulary and table map on rank 0), and the logged signature is the same."""
+    encoder = tiny_encoder()
+    model_dir = encoder.save(tmp_path / "model")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    run_id, _ = store.open_run(store.client(uri), "serving", "k", "in-hand")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("SentenceEncoder.load called although the encoder was given")
+
+    monkeypatch.setattr(SentenceEncoder, "load", refuse)
+    log_encoder(model_dir, run_id=run_id, tracking_uri=uri, encoder=encoder)
+    monkeypatch.undo()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    logged = mlflow.models.get_model_info(f"runs:/{run_id}/encoder")
+    assert tuple(logged.signature.outputs.to_dict()[0]["tensor-spec"]["shape"]) == (-1, 4)
+    np.testing.assert_allclose(load_encoder(f"runs:/{run_id}/encoder").encode(SENTENCES), encoder.encode(SENTENCES),
+                               rtol=1e-6)
 
 
 def test_encoder_loads_from_an_mlflow_uri(logged, monkeypatch):
