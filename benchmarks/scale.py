@@ -74,9 +74,9 @@ from emit import emit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "finalmodel", "train", "evaluate")
-SOURCE = "/work/main/data/novels_news/prepared"
+SOURCE = str(REPOSITORY / "data" / "novels_news" / "prepared")      # this checkout's prepared corpus
 PROFILE = "reports/tune_sif_claim/best_config.yaml"
-SENTEVAL = "/work/shared/data/senteval/downstream"
+SENTEVAL = str(REPOSITORY.parent / "shared" / "data" / "senteval" / "downstream")   # ../shared beside the checkout
 # params.yaml's novels settings (corpora.gutenberg_novels.wordvecs): what the real corpus's vectors were made with
 FASTTEXT_SETTINGS = ("--method", "skipgram", "--dim", "300", "--epochs", "2", "--threads", "2")
 TIMING_SENTENCES = 30_000       # fastText timed on these (its CPU time per token is flat in the corpus size)
