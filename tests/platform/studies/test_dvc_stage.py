@@ -58,7 +58,7 @@ def test_a_new_study_is_one_file_that_dvc_runs_analyses_and_keeps(tiny_data, toy
     summary = json.loads((repo / "reports" / "toy" / "ablation_summary.json").read_text())
     assert summary["cells"]["disc-f-tiny"]["f"]["sts14"]["n"] == 1
     # the study's row of `dvc metrics show`: its claims (none between these rows) measured and reproduced
-    assert json.loads((repo / "metrics" / "summary" / "studies" / "toy.json").read_text()) == {"claims": 0,
+    assert json.loads((repo / "metrics" / "summary" / "toy.json").read_text()) == {"claims": 0,
                                                                                                 "reproduced": 0}
     assert "Running stage" not in run(DVC + stage, repo, env)            # nothing changed: nothing runs
 
@@ -84,7 +84,7 @@ def test_a_new_study_is_one_file_that_dvc_runs_analyses_and_keeps(tiny_data, toy
                              capture_output=True, text=True, check=True).stdout.split("\n")
     paths = {line[3:] for line in changed if line}
     generated = ("reports/toy/", "runs/", "mlflow.db", "reports/INDEX.md", "studies/index.yaml", "reports/dvc.lock",
-                 "dvc.lock", ".dvc/", "metrics/summary/studies/toy.json")
+                 "dvc.lock", ".dvc/", "metrics/summary/toy.json")
     assert paths and all(path.startswith(generated) for path in paths), sorted(paths)
 
     (repo / "mlflow.db").unlink()                                    # another machine: no store, no checkpoints
