@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -33,13 +34,22 @@ def _report(study) -> dict:
     from skipview.platform.studies.report import build_report
     from skipview.platform.tracking import store
 
+    import json
+
+    from skipview.platform.files import write_json_aside
+    from skipview.platform.tracking import headline
+
     try:
-        return build_report(store.client(), study.name, study.matrix, study.report_dir,
-                            references=study.spec.references, records=True,
-                            measured_elsewhere=supervised_metrics(study.report_dir, study.spec.analyses))
+        paths = build_report(store.client(), study.name, study.matrix, study.report_dir,
+                             references=study.spec.references, records=True,
+                             measured_elsewhere=supervised_metrics(study.report_dir, study.spec.analyses))
     except LookupError as error:
         raise typer.BadParameter(f"{study.name}: nothing to report: no run records in {study.report_dir / 'runs'} "
                                  f"and no finished run in this machine's MLflow store ({one_line(error)})") from None
+    # the study's row of `dvc metrics show` (reports/dvc.yaml's study stage declares it)
+    write_json_aside(Path("metrics/summary") / f"{study.name}.json",
+                     headline.ablation(json.loads(paths["summary"].read_text())))
+    return paths
 @app.command("run")
 def study_run(
     study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name (studies/<name>.yaml) or file"),
