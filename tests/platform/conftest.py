@@ -1,4 +1,5 @@
-"""Fixtures for the Tune tests: the training tests' synthetic corpus and local Ray session, plus a synthetic
+"""Fixtures for the Tune and study tests (training/ has its own Ray session, which also exports its test objective):
+the training tests' synthetic corpus and a local Ray session, plus a synthetic
 STS14 over the same toy vocabulary (the real STS14 words are all out of this vocabulary, which would give
 constant zero vectors and no correlation)."""
 
