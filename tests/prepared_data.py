@@ -88,3 +88,11 @@ def write_toy_sts14(root: Path) -> Path:
         (root / "STS" / folder / f"STS.input.{subset}.txt").write_text("\n".join(pairs) + "\n")
         (root / "STS" / folder / f"STS.gs.{subset}.txt").write_text("\n".join(gold) + "\n")
     return root
+
+
+def write_toy_mr(senteval: Path, rng: np.random.Generator) -> None:
+    """MR in SentEval's layout over the toy vocabulary: a positive sentence leans on w0-w29, a negative on w30-w59."""
+    (senteval / "MR").mkdir()
+    for name, low in (("pos", 0), ("neg", 30)):
+        lines = [" ".join(f"w{i}" for i in rng.integers(low, low + 30, size=6)) for _ in range(60)]
+        (senteval / "MR" / f"rt-polarity.{name}").write_text("\n".join(lines) + "\n")

@@ -108,7 +108,7 @@ class Study:
 
     def analysis_steps(self, storage: str = "runs") -> list[Step]:
         settings = self.settings(storage=storage)
-        combined = {row.name: [part.split("/")[0] for part in row.combine] for row in self.matrix.combined}
+        combined = {row.name: row.combine for row in self.matrix.combined}
         return commands(self.name, self.spec.corpus, self.spec.seeds, self.spec.analyses,
                               lambda cell, seed: train_run(settings, cell, seed).output, combined)
 

@@ -102,6 +102,8 @@ def check_rows(analyses: dict[str, Analysis], trained: dict[str, set[str]], comb
                 if views is None:
                     raise ValueError(f"analyses.{name}: {ref.row} is not a trained or combined row of the study")
                 missing = [v for v in ref.views if v not in views | {"ensemble"}]
+                if ref.row in combined:     # two models' views: only their ensemble exists as one encoder
+                    missing = [v for v in ref.views if v != "ensemble"]
                 if missing:
                     raise ValueError(f"analyses.{name}: {ref.row} has no view {', '.join(missing)}")
         else:
@@ -114,7 +116,7 @@ def check_rows(analyses: dict[str, Analysis], trained: dict[str, set[str]], comb
 def commands(study: str, corpus: str, seeds: int, analyses: dict[str, Analysis], model_dir,
           combined: dict[str, list[str]], data_root: str = "data") -> list[Step]:
     """The commands of a study's analyses. ``model_dir(cell, seed)``: where the study leaves that model;
-    ``combined``: a combined row's two parts (cell names)."""
+    ``combined``: a combined row's two parts (``cell/view``)."""
     wordvecs, prepared = f"{data_root}/{corpus}/wordvecs", f"{data_root}/{corpus}/prepared"
     senteval = f"{data_root}/senteval/downstream"
     found = []
@@ -130,7 +132,11 @@ def commands(study: str, corpus: str, seeds: int, analyses: dict[str, Analysis],
                     inputs.append(ref.path)
                     continue
                 for seed in runs:
-                    models += ["--model", f"{ref.name or ref.row}-seed{seed}={model_dir(ref.row, seed)}@{views}"]
+                    # a combined row: DIR@VIEW+DIR@VIEW, the views of two models of the same seed as one encoder
+                    spec = ("+".join(f"{model_dir(cell, seed)}@{view}" for cell, view in
+                                     (part.split("/") for part in combined[ref.row]))
+                            if ref.row in combined else f"{model_dir(ref.row, seed)}@{views}")
+                    models += ["--model", f"{ref.name or ref.row}-seed{seed}={spec}"]
             argv = ["--wordvecs", wordvecs, "--pc-corpus", prepared, "--senteval-dir", senteval, *models,
                     "--supervised", ",".join(analysis.tasks), "--protocol", analysis.protocol,
                     "--fits", ",".join(analysis.fits), "--supervised-fits", ",".join(analysis.supervised_fits),
@@ -139,7 +145,7 @@ def commands(study: str, corpus: str, seeds: int, analyses: dict[str, Analysis],
             models, inputs = [], []
             for label, row in analysis.models.items():
                 for seed in runs:
-                    parts = combined.get(row, [row])
+                    parts = [part.split("/")[0] for part in combined.get(row, [row])]
                     models += ["--model", f"{label}-seed{seed}=" + "+".join(str(model_dir(p, seed)) for p in parts)]
             argv = ["--wordvecs", wordvecs, "--senteval-dir", senteval, *models,
                     "--components", str(analysis.components), "--out", out]

@@ -1,7 +1,8 @@
 """Compare encoders under every choice of where the top principal component is fitted, on the same word vectors.
 
 Rows: the training-free baselines (avg; WR and SIF with the component fitted per STS subset, per task and on a
-corpus sample) and any trained models given with --model NAME=DIR (each view and the ensemble, same three fits).
+corpus sample) and any trained models given with --model NAME=DIR (each view and the ensemble, same three fits), or
+with NAME=DIR@VIEW+DIR@VIEW a view of each of two models as one ensemble (Table 6's f+g and ff+gg rows).
 Columns: the tasks' headline numbers (STS: mean Pearson over subsets x100; classification: accuracy) and the mean of
 STS12, STS13, STS14 and SICK-R (unsupervised), the multi-view paper's unsupervised summary on the tasks at hand.
 Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other tasks are one call
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from skipview.platform.evaluation.cli import build_encoder
+from skipview.platform.evaluation.encoding import CombinedEncoder
 from skipview.platform.evaluation.suite import run_tasks
 from skipview.platform.studies.runner import available_tasks
 
@@ -40,7 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pc-corpus", type=Path, required=True, help="prepared corpus for the 'corpus' fit")
     parser.add_argument("--senteval-dir", type=Path, required=True)
     parser.add_argument("--model", action="append", default=[],
-                        help="NAME=DIR of a trained model (repeatable); NAME=DIR@f,g: these views of it, not --views")
+                        help="NAME=DIR of a trained model (repeatable); NAME=DIR@f,g: these views of it, not --views; "
+                             "NAME=DIR@VIEW+DIR@VIEW: one view of each of two models, ensembled as one encoder")
     parser.add_argument("--views", default="ensemble,f,g", help="views of each model to evaluate")
     parser.add_argument("--supervised", default="", help="comma-separated supervised tasks, e.g. sickr,stsb,mr,cr")
     parser.add_argument("--protocol", default="full")
@@ -64,6 +67,12 @@ def main(argv: list[str] | None = None) -> None:
                   for fit in (["none"] if baseline == "avg" else fits)]
     for item in args.model:
         name, _, directory = item.partition("=")
+        if "+" in directory:        # Table 6's ensembles of two separately trained models (averaged / concatenated)
+            parts = [part.partition("@") for part in directory.split("+")]
+            if not all(view for _, _, view in parts):
+                parser.error(f"--model {item}: each part of an ensemble names its view (DIR@VIEW+DIR@VIEW)")
+            specs += [(f"{name} ensemble", fit, {"parts": [(Path(d), view) for d, _, view in parts]}) for fit in fits]
+            continue
         directory, _, views = directory.partition("@")
         for view in (views or args.views).split(","):
             specs += [(f"{name} {view}", fit, {"model": Path(directory), "view": view}) for fit in fits]
@@ -80,8 +89,14 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{name:28s} {fit:7s} summary {rows[-1]['summary']:.1f}  (kept from {args.out}.json)", flush=True)
             continue
         start = time.perf_counter()
-        encoder = build_encoder(kwargs.get("model"), kwargs.get("baseline"), args.wordvecs, args.pc_corpus,
-                                component_fit=None if fit == "none" else fit, view=kwargs.get("view", "ensemble"))
+        component_fit = None if fit == "none" else fit
+        if "parts" in kwargs:
+            encoder = CombinedEncoder([build_encoder(directory, None, args.wordvecs, args.pc_corpus,
+                                                     component_fit=component_fit, view=view)
+                                       for directory, view in kwargs["parts"]])
+        else:
+            encoder = build_encoder(kwargs.get("model"), kwargs.get("baseline"), args.wordvecs, args.pc_corpus,
+                                    component_fit=component_fit, view=kwargs.get("view", "ensemble"))
         tasks = unsupervised + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
         metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
         row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),

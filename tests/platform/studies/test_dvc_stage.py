@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 from dvc_checkout import DVC, fresh_checkout, run
+from prepared_data import write_toy_mr
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +29,6 @@ STUDY = {
     "analyses": {"sup": {"kind": "supervised", "models": [{"row": "disc-f-tiny", "views": ["f"]}], "tasks": ["mr"],
                          "baselines": ["avg"], "protocol": "fast"}},
 }
-
-
-def write_toy_mr(senteval, rng) -> None:
-    """MR in SentEval's layout over the toy vocabulary: a positive sentence leans on w0-w29, a negative on w30-w59."""
-    (senteval / "MR").mkdir()
-    for name, low in (("pos", 0), ("neg", 30)):
-        lines = [" ".join(f"w{i}" for i in rng.integers(low, low + 30, size=6)) for _ in range(60)]
-        (senteval / "MR" / f"rt-polarity.{name}").write_text("\n".join(lines) + "\n")
 
 
 def test_a_new_study_is_one_file_that_dvc_runs_analyses_and_keeps(tiny_data, toy_senteval, tmp_path):

@@ -69,7 +69,7 @@ def test_a_subset_keeps_the_named_rows_and_the_claims_between_them():
     assert [c.name for c in subset.rows(references=True)] == claims_cells
     assert len(plan(subset, seeds=3, references=True)) == 6 * 3 + 1
     kept = {name.split("/")[0] for c in subset.claims for name in (c.better, c.worse)}
-    assert kept <= set(claims_cells) and len(subset.claims) == 12     # those of Table 6 among these cells
+    assert kept <= set(claims_cells) and len(subset.claims) == 23     # those of Table 6 among these cells
     with pytest.raises(ValueError, match="no row named disc-fgh"):
         matrix.subset(["disc-fg", "disc-fgh"])
     with pytest.raises(ValueError, match="disc-g/g"):                  # a combined row without one of its parts

@@ -156,6 +156,20 @@ def test_a_studys_analyses_are_the_commands_it_declares(repo, tmp_path):
                                        "data/novels_news/wordvecs")
 
 
+def test_an_analysis_of_a_combined_row_ensembles_one_view_of_each_of_its_models(repo, tmp_path):
+    path = tmp_path / "example.yaml"
+    study = GOOD.replace("cells: [disc-fg, disc-f,", "cells: [disc-fg, disc-f, disc-g, disc-f+disc-g,")
+    path.write_text(study + "analyses:\n  sup: {kind: supervised, models: [{row: disc-f+disc-g}], tasks: [mr]}\n")
+    sup, = load_study(path).analysis_steps(storage=str(tmp_path / "runs"))
+    models = [sup.argv[i + 1] for i, word in enumerate(sup.argv) if word == "--model"]
+    where = f"{tmp_path}/runs/example/models"
+    assert models == [f"disc-f+disc-g-seed{s}={where}/disc-f-seed{s}@f+{where}/disc-g-seed{s}@g" for s in (0, 1)]
+    path.write_text(study + "analyses:\n  sup: {kind: supervised, models: [{row: disc-f+disc-g, views: [f]}], "
+                            "tasks: [mr]}\n")
+    with pytest.raises(StudyError, match="disc-f\\+disc-g has no view f"):
+        load_study(path)
+
+
 @pytest.mark.parametrize("change, line, message", [
     (("{row: disc-f}", "{row: disc-g}"), 11, "analyses.sup: disc-g is not a trained or combined row"),
     (("views: [f, g]", "views: [f, h]"), 11, "disc-fg has no view h"),
