@@ -30,7 +30,7 @@ from skipview.models.batching import WindowBatch
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveConfig, ObjectiveOutput
 from skipview.models.pca import power_iteration, remove_component
-from skipview.models.views import build_multiview_encoder, frozen_word_vectors
+from skipview.models.views import WordWeights, build_multiview_encoder, frozen_word_vectors
 from skipview.models.word_weights import usif_weights
 
 # Table 6 variants: view names of each configuration and the encoder type behind each name
@@ -53,8 +53,9 @@ class DiscriminativeConfig(ObjectiveConfig):
     learn_temperature: bool = True
     self_pairs: bool = Field(True, description="eq. 3 as printed: j = i is a positive and n = i is in the "
                                               "denominator; false: the strict reading, 0 < |i-j| <= c and n != i")
-    g_word_weights: Literal["none", "usif"] = Field("none", description="not the paper's: usif makes g average "
-                                                    "unit word vectors weighted by uSIF's a/(a/2+p(w)) (views.LinearView)")
+    g_word_weights: WordWeights = Field("none", description="not the paper's: usif makes g average unit word vectors "
+                                        "weighted by uSIF's a/(a/2+p(w)); usif_learned starts from those weights and "
+                                        "learns one log-gain per word (views.LinearView)")
 
 
 def positive_mask(doc_ids: torch.Tensor, window: int, self_pairs: bool = True) -> torch.Tensor:
@@ -118,7 +119,7 @@ class DiscriminativeObjective(Objective):
         self.encoders = torch.nn.ModuleDict({
             name: build_multiview_encoder(kind, dim, config.hidden_size, config.g_word_weights, len(vocab))
             for name, kind in VIEW_LAYOUTS[config.views].items()})
-        if config.g_word_weights == "usif":
+        if config.g_word_weights != "none":
             weights = torch.as_tensor(usif_weights(vocab.counts))
             for name, kind in VIEW_LAYOUTS[config.views].items():
                 if kind == "g":

@@ -29,6 +29,8 @@ from skipview.models.unrolled_gru import bigru_last_states, bigru_last_states_of
 from skipview.models.vocab import PAD_ID
 
 Mode = Literal["unsupervised", "supervised"]
+# how g weights each word before averaging: the paper's plain mean, uSIF's fixed weights, or those learned on
+WordWeights = Literal["none", "usif", "usif_learned"]
 MODES: tuple[Mode, ...] = ("unsupervised", "supervised")
 _ROWS_PER_CHECK = 1 << 16
 
@@ -190,12 +192,13 @@ class LinearView(View):
     ``word_weights="usif"`` (not the paper's g; issue 38): g averages each word's unit-length vector times its uSIF
     weight, ``mean_t(W a(w_t) x_t / |x_t|)``, as uSIF (Ethayarajh 2018) averages its words, so the weighting is part
     of the model that is trained and saved. The per-word factor ``a(w) / |x_w|`` is a fixed buffer, set once from
-    the corpus counts (``set_word_scale``) and saved with the weights."""
+    the corpus counts (``set_word_scale``) and saved with the weights. ``word_weights="usif_learned"`` also learns
+    each word's weight: the factor times ``exp(gain_w)``, one trainable log-gain per word starting at 0, so training
+    starts from uSIF's weights and the objective moves them (a word absent from a batch gets no gradient)."""
 
     kind = "linear"
 
-    def __init__(self, input_dim: int, output_dim: int, word_weights: Literal["none", "usif"] = "none",
-                 vocab_size: int = 0):
+    def __init__(self, input_dim: int, output_dim: int, word_weights: WordWeights = "none", vocab_size: int = 0):
         super().__init__()
         self.input_dim, self.out_dim, self.word_weights = input_dim, output_dim, word_weights
         self.linear = nn.Linear(input_dim, output_dim, bias=False)
@@ -204,6 +207,8 @@ class LinearView(View):
             if vocab_size <= 0:
                 raise ValueError(f"a g with word_weights={word_weights!r} needs the vocabulary size")
             self.register_buffer("word_scale", torch.zeros(vocab_size))
+        if word_weights == "usif_learned":
+            self.word_log_gain = nn.Parameter(torch.zeros(vocab_size))
 
     def config(self) -> dict:
         config = {"input_dim": self.input_dim, "output_dim": self.out_dim}
@@ -220,7 +225,12 @@ class LinearView(View):
         return self.out_dim * (3 if mode == "supervised" else 1)
 
     def weighted(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
-        return x if self.word_weights == "none" else x * self.word_scale[sentences.ids][..., None].to(x.dtype)
+        if self.word_weights == "none":
+            return x
+        scale = self.word_scale[sentences.ids]
+        if self.word_weights == "usif_learned":
+            scale = scale * self.word_log_gain[sentences.ids].exp()
+        return x * scale[..., None].to(x.dtype)
 
     def represent(self, x: torch.Tensor, sentences: Sentences) -> torch.Tensor:
         # W is linear, so mean_t(W x_t) = W mean_t(x_t): one (B, dim) x (dim, 2h) product instead of B*L of them
@@ -239,8 +249,7 @@ class LinearView(View):
 
 
 def build_multiview_encoder(kind: Literal["f", "g"], word_dim: int, hidden_size: int,
-                            g_word_weights: Literal["none", "usif"] = "none", vocab_size: int = 0
-                            ) -> BiGRUView | LinearView:
+                            g_word_weights: WordWeights = "none", vocab_size: int = 0) -> BiGRUView | LinearView:
     """The paper's f or g for word vectors of ``word_dim`` and a GRU of ``hidden_size`` per direction; g weighted
     per word when ``g_word_weights`` says so (``LinearView``)."""
     if kind == "f":

@@ -226,3 +226,37 @@ def test_usif_weighted_g_is_w_times_the_mean_of_weighted_unit_word_vectors_and_i
     plain = registry.build_objective("disc", {"views": "g", "hidden_size": 4}, vocab=corpus.vocab,
                                      word_vectors=vectors).encoders["g"]
     assert plain.config() == {"input_dim": vectors.shape[1], "output_dim": 8}         # old models load as before
+
+
+def test_learned_usif_weights_start_at_usif_move_with_training_and_are_saved(topic_corpus, tmp_path):
+    """``usif_learned``: g starts as the uSIF-weighted g (every log-gain 0), the objective's gradient reaches the
+    gains of the words in the batch (and only those), and the learned weights are what the saved model encodes."""
+    from skipview.models.batching import iterate_batches
+    from skipview.models.encoder import SentenceEncoder
+    from skipview.models.vocab import Vocab
+
+    corpus, vectors = topic_corpus.train, topic_corpus.word_vectors
+    counts = corpus.vocab.counts.copy()
+    counts[corpus.vocab.index["fill0"]] = counts.sum()             # uSIF's a needs a common word (as above)
+    vocab = Vocab(corpus.vocab.words, counts)
+    fixed, learned = (registry.build_objective("disc", {"views": "g", "hidden_size": 4, "g_word_weights": weights},
+                                               vocab=vocab, word_vectors=vectors) for weights in ("usif", "usif_learned"))
+    learned.encoders["g"].linear.load_state_dict(fixed.encoders["g"].linear.state_dict())
+    batch = next(iterate_batches(corpus, learned.example_kind, 6, seed=0, epoch=0))
+    before = learned.encoders["g"].represent_words(batch.sentences, learned.word_vectors).detach()
+    torch.testing.assert_close(before, fixed.encoders["g"].represent_words(batch.sentences, fixed.word_vectors))
+
+    gain = learned.encoders["g"].word_log_gain
+    learned(batch).loss.backward()
+    seen = torch.zeros_like(gain, dtype=torch.bool)
+    seen[batch.sentences.ids[batch.sentences.mask()]] = True
+    assert gain.grad[seen].abs().sum() > 0 and not gain.grad[~seen].any()
+    torch.optim.SGD(learned.parameters(), lr=1.0).step()
+    assert not torch.allclose(learned.encoders["g"].represent_words(batch.sentences, learned.word_vectors), before)
+
+    encoder = learned.sentence_encoder(corpus.tokenizer, vocab)
+    texts = topic_corpus.held_out_sentences[:5]
+    loaded = SentenceEncoder.load(encoder.save(tmp_path / "model"))
+    assert loaded.views["g"].config()["word_weights"] == "usif_learned"
+    np.testing.assert_allclose(loaded.encode(texts, view="g", postprocessing="none"),
+                               encoder.encode(texts, view="g", postprocessing="none"), rtol=1e-5, atol=1e-6)
