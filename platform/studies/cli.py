@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Optional
@@ -33,8 +34,6 @@ def _report(study) -> dict:
     from skipview.platform.studies.analyses import supervised_metrics
     from skipview.platform.studies.report import build_report
     from skipview.platform.tracking import store
-
-    import json
 
     from skipview.platform.files import write_json_aside
     from skipview.platform.tracking import headline

@@ -101,9 +101,7 @@ def check_rows(analyses: dict[str, Analysis], trained: dict[str, set[str]], comb
                 views = trained.get(ref.row) or ({"ensemble"} if ref.row in combined else None)
                 if views is None:
                     raise ValueError(f"analyses.{name}: {ref.row} is not a trained or combined row of the study")
-                missing = [v for v in ref.views if v not in views | {"ensemble"}]
-                if ref.row in combined:     # two models' views: only their ensemble exists as one encoder
-                    missing = [v for v in ref.views if v != "ensemble"]
+                missing = [v for v in ref.views if v not in views | {"ensemble"}]   # a combined row: ensemble only
                 if missing:
                     raise ValueError(f"analyses.{name}: {ref.row} has no view {', '.join(missing)}")
         else:
