@@ -13,6 +13,7 @@ what was used); per cell and view, mean +- sample std over seeds.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -139,6 +140,19 @@ class Summary:
     claims: list[dict[str, Any]]
     missing: list[str]                                             # cells with no finished run
     vectors: dict[str, list[str]] = field(default_factory=dict)    # word-vector hash -> the runs that read them
+    paper: dict[tuple[str, str], float] = field(default_factory=dict)  # (cell/view, column) -> the paper's number
+
+
+@dataclass
+class Measured:
+    """Metrics of a (cell, seed) that an analysis measured of its model (the supervised tasks), and when (seconds
+    since the epoch; None for rows written before analyses recorded it). A run started after that measured an
+    older model of the same (cell, seed), retrained since: its numbers are not the new run's."""
+    metrics: dict[str, float]
+    measured_at: float | None = None
+
+    def describes(self, run: RunRecord) -> bool:
+        return self.measured_at is None or self.measured_at * 1000 >= run.start_time
 
 
 def find_runs(client, experiment: str) -> list[RunRecord]:
@@ -200,6 +214,7 @@ def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, refere
         claims=[_check(claim, stats) for claim in matrix.claims],
         missing=[c.name for c in cells if not by_cell[c.name]],
         vectors=_vectors([r for c in cells for r in by_cell[c.name]]),
+        paper=paper_values(matrix.claims),
     )
 
 
@@ -232,17 +247,39 @@ def _check(claim, stats) -> dict[str, Any]:
         result.update(verdict="not measured", difference=None)
         return result
     difference = better.mean - worse.mean
-    # The gap counts as clear when it exceeds the larger seed std of the two sides; with one seed there is no
-    # noise estimate and the verdict says so.
+    # One rule for every direction: it holds ("reproduced") when the gap exceeds the larger seed std of the two
+    # sides, is reversed when it is below minus that spread, and is a tie inside it. With one seed a side has no
+    # noise estimate, and the verdict says so.
     noise = max((s.std for s in (better, worse) if s.std is not None), default=None)
-    if difference <= 0:
-        verdict = "not reproduced"
-    elif noise is None:
-        verdict = "reproduced (one seed: no noise estimate)"
+    if noise is None:
+        verdict = ("reproduced" if difference > 0 else "reversed") + " (one seed: no noise estimate)"
+    elif difference > noise:
+        verdict = "reproduced"
+    elif difference < -noise:
+        verdict = "reversed"
     else:
-        verdict = "reproduced" if difference > noise else "same direction, within seed noise"
-    result.update(verdict=verdict, difference=difference)
+        verdict = TIE
+    result.update(verdict=verdict, difference=difference, noise=noise, seeds=[better.n, worse.n],
+                  std_better=better.std, std_worse=worse.std)
     return result
+
+
+TIE = "tie (within seed noise)"
+
+
+def paper_values(claims) -> dict[tuple[str, str], float]:
+    """``(cell/view, column) -> the paper's number``, read from the claims' ``paper: "A vs B"`` (a claim citing
+    prose, not two numbers, gives none). Two claims quoting one cell differently are a catalogue error."""
+    found: dict[tuple[str, str], float] = {}
+    for claim in claims:
+        numbers = re.fullmatch(r"\s*(-?[\d.]+)\s+vs\s+(-?[\d.]+)\s*", claim.paper or "")
+        if numbers is None:
+            continue
+        for side, number in ((claim.better, numbers[1]), (claim.worse, numbers[2])):
+            key, paper = (side, claim.column), float(number)
+            if found.setdefault(key, paper) != paper:
+                raise ValueError(f"claims quote {side} ({claim.column}) as both {found[key]} and {paper}")
+    return found
 
 
 def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, curves_chart: Path | None = None
@@ -279,11 +316,19 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
     if curves_chart is not None:
         lines += ["", "Training curves, mean over each cell's seeds (`ablation_curves.json` has the numbers):", "",
                   f"![training curves]({curves_chart.name})"]
+    lines += _beside_the_paper(summary, matrix)
     lines += ["", "## Table 6 directions", "",
-              "| Better | Worse | Column | Paper | Measured | Difference | Verdict |", "|---|---|---|---|---|---|---|"]
+              "A direction is *reproduced* when the measured gap exceeds the larger seed std of its two sides, "
+              "*reversed* when it is below minus that spread, and a *tie* inside it.", "",
+              "| Better | Worse | Column | Paper | Measured (seeds) | Difference | Verdict |",
+              "|---|---|---|---|---|---|---|"]
     for c in summary.claims:
-        measured = ("–" if c["measured_better"] is None or c["measured_worse"] is None
-                    else f"{c['measured_better']:.1f} vs {c['measured_worse']:.1f}")
+        better_cell, better_view = c["better"].split("/")
+        worse_cell, worse_view = c["worse"].split("/")
+        better = summary.stats.get((better_cell, better_view), {}).get(c["column"], Stat())
+        worse = summary.stats.get((worse_cell, worse_view), {}).get(c["column"], Stat())
+        measured = ("–" if c["difference"] is None
+                    else f"{better.text()} vs {worse.text()}".replace(" (n=1)", "") + f" (n={better.n} vs {worse.n})")
         difference = "–" if c["difference"] is None else f"{c['difference']:+.1f}"
         lines.append(f"| {c['better']} | {c['worse']} | {c['column']} | {c['paper']} | {measured} | {difference} "
                      f"| {c['verdict']} |")
@@ -299,6 +344,29 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
     return "\n".join(lines) + "\n"
 
 
+def _beside_the_paper(summary: Summary, matrix: Matrix) -> list[str]:
+    """The paper's table beside this study's: every (cell, view) a claim quotes a number for, in matrix order,
+    with the paper's number and the measured mean ± std (n) per column."""
+    columns = [c for c in matrix.columns if any(key[1] == c.name for key in summary.paper)]
+    quoted = [(cell, view) for cell, view in summary.rows
+              if any((f"{cell.name}/{view}", c.name) in summary.paper for c in columns)]
+    if not quoted:
+        return []
+    header = ["Model", "View"] + [f"{c.name} ({who})" for c in columns for who in ("paper", "here")]
+    lines = ["", "## Beside the paper", "", "The paper's number for every model and view a direction below quotes, "
+             "beside this study's mean ± std over seeds (n: how many seeds measured the column).", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cell, view in quoted:
+        row = [cell.name, cell.views[view]]
+        for c in columns:
+            paper = summary.paper.get((f"{cell.name}/{view}", c.name))
+            stat = summary.stats[cell.name, view][c.name]
+            row += ["" if paper is None else f"{paper:.1f}",
+                    "not measured" if not stat.n else stat.text().replace(" (n=1)", "") + f" (n={stat.n})"]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def _count(stat: Stat) -> str:
     return "–" if stat.mean is None else f"{stat.mean:,.0f}"
 
@@ -310,10 +378,12 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         entry = cells.setdefault(cell.name, {"seeds": len(summary.seeds[cell.name]),
                                              **{k: s.as_dict() for k, s in summary.cost[cell.name].items()}})
         entry[view] = {column: stat.as_dict() for column, stat in summary.stats[cell.name, view].items()}
-    reproduced = sum(c["verdict"].startswith("reproduced") for c in summary.claims)
-    measured = sum(c["verdict"] != "not measured" for c in summary.claims)
-    return {"experiment": summary.experiment, "cells": cells, "claims_reproduced": reproduced,
-            "claims_measured": measured, "claims": summary.claims, "word_vectors": summary.vectors}
+    verdicts = [c["verdict"] for c in summary.claims]
+    return {"experiment": summary.experiment, "cells": cells,
+            "claims_measured": sum(v != "not measured" for v in verdicts),
+            "claims_reproduced": sum(v.startswith("reproduced") for v in verdicts),
+            "claims_tied": verdicts.count(TIE), "claims_reversed": sum(v.startswith("reversed") for v in verdicts),
+            "claims": summary.claims, "word_vectors": summary.vectors}
 
 
 def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
@@ -361,14 +431,21 @@ def render_chart(summary: Summary, matrix: Matrix, path: Path) -> None:
     plt.close(fig)
 
 
+def _with_measured(run: RunRecord, measured: Measured | None) -> RunRecord:
+    if measured is None or not measured.describes(run):
+        return run
+    return replace(run, metrics={**measured.metrics, **run.metrics})
+
+
 def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True,
-                 records: bool = False, measured_elsewhere: Mapping[tuple[str, int], Mapping[str, float]] = {}
+                 records: bool = False, measured_elsewhere: Mapping[tuple[str, int], Measured] = {}
                  ) -> dict[str, Path]:
     """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``, and the training
     curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths. ``records``: also
     read the run records committed under ``out_dir/runs`` and write one for every run MLflow has (a study's
     report; without, the report reads MLflow alone). ``measured_elsewhere``: metrics of a (cell, seed) that a
-    study's analysis measured of the same model (its supervised tasks), added to the run's own, which win."""
+    study's analysis measured of the same model (its supervised tasks), added to the run's own, which win; left out
+    where the run is newer than the measurement (the (cell, seed) was trained again since)."""
     out_dir = Path(out_dir)
     try:
         tracked = find_runs(client, experiment)
@@ -379,8 +456,7 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
     if records:                 # the committed records then hold every run, in one (portable) form
         write_records(tracked, out_dir)
     runs = latest(read_records(out_dir)) if records else tracked
-    runs = [replace(run, metrics={**measured_elsewhere.get((run.cell, run.seed), {}), **run.metrics})
-            for run in runs]
+    runs = [_with_measured(run, measured_elsewhere.get((run.cell, run.seed))) for run in runs]
     if not runs:
         raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")
     summary = summarise(matrix, runs, experiment, references)

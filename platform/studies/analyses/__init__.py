@@ -27,6 +27,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from skipview.platform.studies.report import Measured
+
 BASELINES = Literal["avg", "wr", "sif", "usif"]
 
 
@@ -153,11 +155,12 @@ def commands(study: str, corpus: str, seeds: int, analyses: dict[str, Analysis],
     return found
 
 
-def supervised_metrics(report_dir: Path, analyses: dict[str, Analysis]) -> dict[tuple[str, int], dict[str, float]]:
+def supervised_metrics(report_dir: Path, analyses: dict[str, Analysis]) -> dict[tuple[str, int], Measured]:
     """The supervised tasks' metrics that the study's ``supervised`` analyses measured of its own rows, as the runs'
-    metrics (``<view>/<metric>``) by (row, seed): what the report adds to each run's own evaluation. Only the fit
-    the supervised tasks ran under, and only the rows named by a row of the study (not a model given by path)."""
-    found: dict[tuple[str, int], dict[str, float]] = {}
+    metrics (``<view>/<metric>``) by (row, seed), with when the oldest of them was measured: what the report adds
+    to each run's own evaluation (unless that run is newer: ``Measured``). Only the fit the supervised tasks ran
+    under, and only the rows named by a row of the study (not a model given by path)."""
+    found: dict[tuple[str, int], Measured] = {}
     for name, analysis in analyses.items():
         table = report_dir / f"{name}.json"
         if not isinstance(analysis, Supervised) or not table.is_file():
@@ -168,8 +171,10 @@ def supervised_metrics(report_dir: Path, analyses: dict[str, Analysis]) -> dict[
             model, _, seed = label.rpartition("-seed")
             if model not in labels or not seed.isdigit() or row["component_fit"] not in analysis.supervised_fits:
                 continue
-            metrics = found.setdefault((labels[model], int(seed)), {})
-            metrics.update({f"{view}/{key}": value for key, value in row["metrics"].items()
-                            if key.split(".")[0] in analysis.tasks and value is not None})
+            measured = found.setdefault((labels[model], int(seed)), Measured({}))
+            measured.metrics.update({f"{view}/{key}": value for key, value in row["metrics"].items()
+                                     if key.split(".")[0] in analysis.tasks and value is not None})
+            if row.get("measured_at") is not None:      # the oldest row decides
+                measured.measured_at = min(row["measured_at"], measured.measured_at or row["measured_at"])
     return found
 

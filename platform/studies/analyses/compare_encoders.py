@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             done = {(row["encoder"], row["component_fit"]): row for row in previous["rows"]}
     rows = []
     for name, fit, kwargs in specs:
-        if (name, fit) in done:
+        if (name, fit) in done and not _older_than_its_models(done[(name, fit)], kwargs):
             rows.append(done[(name, fit)])
             print(f"{name:28s} {fit:7s} summary {rows[-1]['summary']:.1f}  (kept from {args.out}.json)", flush=True)
             continue
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         tasks = unsupervised + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
         metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
         row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),
-               "scores": {t: headline(metrics, t) for t in tasks}, "metrics": metrics}
+               "measured_at": round(time.time()), "scores": {t: headline(metrics, t) for t in tasks}, "metrics": metrics}
         row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY if t in unsupervised]))
         rows.append(row)
         print(f"{name:28s} {fit:7s} summary {row['summary']:.1f}  ({row['seconds']:.0f} s)", flush=True)
@@ -115,6 +115,14 @@ def main(argv: list[str] | None = None) -> None:
         lines.append(f"| {row['encoder']} | {row['component_fit']} | {row['summary']:.1f} | " + " | ".join(cells) + " |")
     write(args.out.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def _older_than_its_models(row: dict, build: dict) -> bool:
+    """Whether a kept row measured an earlier model than the one now in its directory (the row's model was trained
+    again since). Rows written before rows recorded ``measured_at`` are kept as they are."""
+    directories = [d for d, _ in build["parts"]] if "parts" in build else [build.get("model")]
+    saved = [f.stat().st_mtime for d in directories if d is not None and d.is_dir() for f in d.iterdir()]
+    return row.get("measured_at") is not None and bool(saved) and row["measured_at"] < max(saved)
 
 
 def write(path: Path, text: str) -> None:

@@ -66,3 +66,26 @@ def test_each_part_of_an_ensemble_names_its_view(tiny_data, toy_senteval, two_mo
                                "--out", str(tmp_path / "sup")])
     assert "each part of an ensemble names its view" in capsys.readouterr().err
     assert not (tmp_path / "sup.json").exists()
+
+
+def test_resume_keeps_a_row_of_the_same_model_and_measures_a_retrained_one_again(tiny_data, toy_senteval, two_models,
+                                                                               tmp_path, capsys):
+    import os
+
+    corpus, wordvecs = tiny_data
+    out = tmp_path / "sup"
+    argv = ["--wordvecs", str(wordvecs), "--pc-corpus", str(corpus), "--senteval-dir", str(toy_senteval),
+            "--model", f"f={two_models['f']}@f", "--protocol", "fast", "--fits", "task", "--baselines", "",
+            "--out", str(out), "--resume"]
+
+    def measured() -> float:
+        return json.loads(out.with_suffix(".json").read_text())["rows"][0]["measured_at"]
+
+    compare_encoders.main(argv)
+    first = measured()
+    compare_encoders.main(argv)                                  # the same model: the row is kept
+    assert measured() == first and "kept from" in capsys.readouterr().out
+    for saved in two_models["f"].iterdir():                      # the model is saved again after the row was measured
+        os.utime(saved, (first + 10, first + 10))
+    compare_encoders.main(argv)
+    assert "kept from" not in capsys.readouterr().out            # measured again, not kept

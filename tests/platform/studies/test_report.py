@@ -95,9 +95,17 @@ def test_report_from_mlflow_runs(store, tmp_path):
     assert claims["disc-fg/f", "disc-ff/f1", "sts_avg"]["verdict"] == "not measured"
     worse_first = claims["gen-invertible/g", "gen-invertible/f", "sts_avg"]
     assert worse_first["verdict"] == "reproduced"                                              # g = f + 3
+    assert worse_first["seeds"] == [3, 3] and worse_first["noise"] == pytest.approx(1.25)
+    assert summary["claims_reproduced"] + summary["claims_tied"] + summary["claims_reversed"] == (
+        summary["claims_measured"])
 
     text = paths["markdown"].read_text()
     assert "| disc-fg | z_f | 3 |" in text
+    # beside the paper: the catalogue's numbers next to the measured ones; a quoted row with no run says so
+    fg_ensemble = summary["cells"]["disc-fg"]["ensemble"]["sts_avg"]
+    assert (f"| disc-fg | en(z_f, z_g) | 71.4 | {fg_ensemble['mean']:.1f} ± {fg_ensemble['std']:.1f} (n=3) |"
+            in text)
+    assert "| disc-ff | z_f1 | 49.7 | not measured |" in text
     assert "en(z_f, z_g)" in text
     assert ("No finished run for: gen-no-invertible, disc-ff, disc-gg, disc-g, disc-f+disc-g, disc-ff+disc-gg, "
             "skipthought." in text)
@@ -123,6 +131,34 @@ def test_report_from_mlflow_runs(store, tmp_path):
     assert [float(r["sts14"]) for r in table] == pytest.approx(
         [curve(key, step, 1) for key in ("sts14", "sts14/f") for step in (0, 5, 10)], abs=1e-4)
     assert not list((tmp_path / "reports").glob(".*.partial*"))
+
+
+@pytest.mark.parametrize("better, worse, verdict", [
+    ([62.0, 63.0, 64.0], [58.0, 59.0, 60.0], "reproduced"),                  # +4 over a spread of 1
+    ([60.0, 61.0, 62.0], [60.5, 61.0, 61.5], "tie (within seed noise)"),      # 0 inside 1
+    ([59.0, 59.5, 60.0], [60.0, 61.0, 62.0], "reversed"),                    # -1.5 below -1
+    ([60.0], [59.0], "reproduced (one seed: no noise estimate)"),
+    ([59.0], [60.0], "reversed (one seed: no noise estimate)"),
+])
+def test_a_direction_holds_ties_or_reverses_against_the_seed_spread(better, worse, verdict):
+    from skipview.platform.studies.matrix import Claim
+    from skipview.platform.studies.report import Stat, _check
+
+    claim = Claim(better="a/f", worse="b/f", column="sts_avg", paper="70.0 vs 60.0")
+    stats = {("a", "f"): {"sts_avg": Stat(better)}, ("b", "f"): {"sts_avg": Stat(worse)}}
+    assert _check(claim, stats)["verdict"] == verdict
+
+
+def test_paper_values_are_read_from_the_claims_and_a_contradiction_is_named():
+    from skipview.platform.studies.matrix import Claim
+    from skipview.platform.studies.report import paper_values
+
+    claims = [Claim(better="a/f", worse="b/f", column="sts_avg", paper="70.1 vs 60"),
+              Claim(better="a/f", worse="c/g", column="sts_avg", paper="Table 3: above by 2-4")]
+    assert paper_values(claims) == {("a/f", "sts_avg"): 70.1, ("b/f", "sts_avg"): 60.0}
+    with pytest.raises(ValueError, match=r"a/f \(sts_avg\) as both 70.1 and 71.0"):
+        paper_values(claims + [Claim(better="a/f", worse="d/f", column="sts_avg", paper="71.0 vs 50.0")])
+    assert len(paper_values(table6().claims)) > 40          # the catalogue's Table 6 quotes itself consistently
 
 
 def test_report_refuses_an_experiment_without_study_runs(store, tmp_path):

@@ -198,5 +198,17 @@ def test_the_report_reads_the_supervised_tasks_its_analyses_measured_of_its_own_
             {"encoder": "fastText sif", "component_fit": "task", "metrics": {"mr.acc": 3.0}}]
     (tmp_path / "sup.json").write_text(json.dumps({"rows": rows, "protocol": "full"}))
     # the supervised tasks only (an analysis's STS14 is not the run's evaluation), keyed as the run's metrics
-    assert supervised_metrics(tmp_path, study.spec.analyses) == {("disc-fg", 1): {"g/mr.acc": 77.0,
-                                                                                  "g/sickr.pearson": 80.0}}
+    measured = supervised_metrics(tmp_path, study.spec.analyses)
+    assert list(measured) == [("disc-fg", 1)]
+    assert measured["disc-fg", 1].metrics == {"g/mr.acc": 77.0, "g/sickr.pearson": 80.0}
+    assert measured["disc-fg", 1].measured_at is None        # a row written before analyses recorded when
+
+
+def test_a_run_trained_again_after_its_analysis_does_not_take_the_old_models_numbers():
+    from skipview.platform.studies.report import Measured, RunRecord, _with_measured
+
+    run = RunRecord("id", "disc-fg", 1, start_time=2_000_000, metrics={"g/sts14": 60.0}, params={})
+    older, newer = Measured({"g/mr.acc": 77.0}, measured_at=1_000.0), Measured({"g/mr.acc": 77.0}, 3_000.0)
+    assert _with_measured(run, older).metrics == {"g/sts14": 60.0}            # measured the model trained before
+    assert _with_measured(run, newer).metrics == {"g/sts14": 60.0, "g/mr.acc": 77.0}
+    assert _with_measured(run, Measured({"g/mr.acc": 77.0})).metrics["g/mr.acc"] == 77.0     # when unknown: kept
