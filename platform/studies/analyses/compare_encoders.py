@@ -5,7 +5,8 @@ corpus sample) and any trained models given with --model NAME=DIR (each view and
 with NAME=DIR@VIEW+DIR@VIEW a view of each of two models as one ensemble (Table 6's f+g and ff+gg rows).
 Columns: the tasks' headline numbers (STS: mean Pearson over subsets x100; classification: accuracy) and the mean of
 STS12, STS13, STS14 and SICK-R (unsupervised), the multi-view paper's unsupervised summary on the tasks at hand.
-Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other tasks are one call
+A --model whose directory is not on this machine is named and skipped (a study spread over machines measures each
+model where it is). Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other tasks are one call
 each under 'subset' and 'task'), so supervised tasks run once per encoder for 'task' and 'corpus'.
 
     python -m skipview.platform.studies.analyses.compare_encoders --wordvecs data/gutenberg_novels/wordvecs \
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output path without extension")
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows OUT.json already holds (same encoder, fit and protocol) instead of "
-                             "evaluating them again: OUT is rewritten after every row, so a stopped run continues")
+                             "evaluating them again, unless the model was saved after the row was measured: OUT is "
+                             "rewritten after every row, so a stopped run continues")
     args = parser.parse_args(argv)
 
     # tasks without data in the SentEval folder are left out, as a study leaves them out (a malformed file is an error)
@@ -83,10 +85,17 @@ def main(argv: list[str] | None = None) -> None:
         if previous["protocol"] == args.protocol:
             done = {(row["encoder"], row["component_fit"]): row for row in previous["rows"]}
     rows = []
+    # a row not reached yet stays in OUT.json while earlier ones are measured, so a stopped run loses no kept row
+    unvisited = {(name, fit): done[name, fit] for name, fit, _ in specs if (name, fit) in done}
     for name, fit, kwargs in specs:
-        if (name, fit) in done and not _older_than_its_models(done[(name, fit)], kwargs):
-            rows.append(done[(name, fit)])
-            print(f"{name:28s} {fit:7s} summary {rows[-1]['summary']:.1f}  (kept from {args.out}.json)", flush=True)
+        kept = unvisited.pop((name, fit), None)
+        if kept is not None and not _older_than_its_models(kept, kwargs):
+            rows.append(kept)
+            print(f"{name:28s} {fit:7s} summary {kept['summary']:.1f}  (kept from {args.out}.json)", flush=True)
+            continue
+        absent = [d for d in _model_dirs(kwargs) if not d.is_dir()]
+        if absent:          # a study spread over machines: the model is measured where it is
+            print(f"{name:28s} {fit:7s} not measured: {absent[0]} is not on this machine", flush=True)
             continue
         start = time.perf_counter()
         component_fit = None if fit == "none" else fit
@@ -100,11 +109,13 @@ def main(argv: list[str] | None = None) -> None:
         tasks = unsupervised + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
         metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
         row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),
-               "measured_at": round(time.time()), "scores": {t: headline(metrics, t) for t in tasks}, "metrics": metrics}
+               "measured_at": round(time.time()), "scores": {t: headline(metrics, t) for t in tasks},
+               "metrics": metrics}
         row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY if t in unsupervised]))
         rows.append(row)
         print(f"{name:28s} {fit:7s} summary {row['summary']:.1f}  ({row['seconds']:.0f} s)", flush=True)
-        write(args.out.with_suffix(".json"), json.dumps({"rows": rows, "protocol": args.protocol,
+        write(args.out.with_suffix(".json"), json.dumps({"rows": rows + list(unvisited.values()),
+                                                         "protocol": args.protocol,
                                                          "wordvecs": str(args.wordvecs)}, indent=1) + "\n")
 
     columns = unsupervised + supervised
@@ -117,11 +128,14 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(lines))
 
 
+def _model_dirs(build: dict) -> list[Path]:
+    return [d for d, _ in build["parts"]] if "parts" in build else [build["model"]] if "model" in build else []
+
+
 def _older_than_its_models(row: dict, build: dict) -> bool:
     """Whether a kept row measured an earlier model than the one now in its directory (the row's model was trained
     again since). Rows written before rows recorded ``measured_at`` are kept as they are."""
-    directories = [d for d, _ in build["parts"]] if "parts" in build else [build.get("model")]
-    saved = [f.stat().st_mtime for d in directories if d is not None and d.is_dir() for f in d.iterdir()]
+    saved = [f.stat().st_mtime for d in _model_dirs(build) if d.is_dir() for f in d.iterdir()]
     return row.get("measured_at") is not None and bool(saved) and row["measured_at"] < max(saved)
 
 

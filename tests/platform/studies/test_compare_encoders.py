@@ -68,21 +68,22 @@ def test_each_part_of_an_ensemble_names_its_view(tiny_data, toy_senteval, two_mo
     assert not (tmp_path / "sup.json").exists()
 
 
-def test_resume_keeps_a_row_of_the_same_model_and_measures_a_retrained_one_again(tiny_data, toy_senteval, two_models,
-                                                                               tmp_path, capsys):
+def test_resume_keeps_a_row_of_the_same_model_measures_a_retrained_one_again_and_skips_an_absent_one(
+        tiny_data, toy_senteval, two_models, tmp_path, capsys):
     import os
 
     corpus, wordvecs = tiny_data
     out = tmp_path / "sup"
     argv = ["--wordvecs", str(wordvecs), "--pc-corpus", str(corpus), "--senteval-dir", str(toy_senteval),
-            "--model", f"f={two_models['f']}@f", "--protocol", "fast", "--fits", "task", "--baselines", "",
-            "--out", str(out), "--resume"]
+            "--model", f"gone={tmp_path / 'elsewhere'}@f", "--model", f"f={two_models['f']}@f",
+            "--protocol", "fast", "--fits", "task", "--baselines", "", "--out", str(out), "--resume"]
 
     def measured() -> float:
         return json.loads(out.with_suffix(".json").read_text())["rows"][0]["measured_at"]
 
     compare_encoders.main(argv)
-    first = measured()
+    assert f"not measured: {tmp_path / 'elsewhere'} is not on this machine" in capsys.readouterr().out
+    first = measured()                                           # the model on another machine left no row
     compare_encoders.main(argv)                                  # the same model: the row is kept
     assert measured() == first and "kept from" in capsys.readouterr().out
     for saved in two_models["f"].iterdir():                      # the model is saved again after the row was measured
