@@ -6,8 +6,9 @@ with NAME=DIR@VIEW+DIR@VIEW a view of each of two models as one ensemble (Table 
 Columns: the tasks' headline numbers (STS: mean Pearson over subsets x100; classification: accuracy) and the mean of
 STS12, STS13, STS14 and SICK-R (unsupervised), the multi-view paper's unsupervised summary on the tasks at hand.
 A --model whose directory is not on this machine is named and skipped (a study spread over machines measures each
-model where it is). Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other tasks are one call
-each under 'subset' and 'task'), so supervised tasks run once per encoder for 'task' and 'corpus'.
+model where it is). Writes OUT.md and OUT.json. The component choice only changes the STS subsets' scores (other
+tasks are one call each under 'subset' and 'task'), so supervised tasks run once per encoder for 'task' and
+'corpus'.
 
     python -m skipview.platform.studies.analyses.compare_encoders --wordvecs data/gutenberg_novels/wordvecs \
         --pc-corpus data/gutenberg_novels/prepared --senteval-dir data/senteval/downstream --out reports/baselines
