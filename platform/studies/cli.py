@@ -108,7 +108,8 @@ def study_analyse(
     storage: str = typer.Option("runs", help="where the study's runs left their models"),
 ) -> None:
     """Run the study's analyses (its file's `analyses`) on its trained models: each writes
-    reports/STUDY/NAME.md and .json."""
+    reports/STUDY/NAME.md and .json. A supervised analysis measures the models on this machine that its table
+    does not hold yet (or holds from an earlier model of the same cell and seed) and keeps its other rows."""
     study = _load(study_name)
     steps = study.analysis_steps(storage)
     wanted = [n.strip() for n in names.split(",")] if names else [step.name for step in steps]

@@ -140,7 +140,10 @@ def commands(study: str, corpus: str, seeds: int, analyses: dict[str, Analysis],
             argv = ["--wordvecs", wordvecs, "--pc-corpus", prepared, "--senteval-dir", senteval, *models,
                     "--supervised", ",".join(analysis.tasks), "--protocol", analysis.protocol,
                     "--fits", ",".join(analysis.fits), "--supervised-fits", ",".join(analysis.supervised_fits),
-                    "--baselines", ",".join(analysis.baselines), "--out", out]
+                    "--baselines", ",".join(analysis.baselines), "--out", out,
+                    # a machine holding some of the models measures those and keeps the other rows (DVC's stage
+                    # removes the outputs first, so it measures all)
+                    "--resume"]
         else:
             models, inputs = [], []
             for label, row in analysis.models.items():

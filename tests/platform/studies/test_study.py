@@ -151,6 +151,7 @@ def test_a_studys_analyses_are_the_commands_it_declares(repo, tmp_path):
                       f"disc-f-seed0={tmp_path}/runs/example/models/disc-f-seed0@ensemble",
                       "other=data/models/other@ensemble"]
     assert sup.argv[sup.argv.index("--supervised") + 1] == "sickr,mr" and "--baselines" in sup.argv
+    assert sup.argv[-1] == "--resume"              # rows of models not on this machine, or unchanged, are kept
     assert levers.module == "usif_levers" and levers.argv.count("--model") == 2            # the study's two seeds
     assert levers.command().startswith("python -m skipview.platform.studies.analyses.usif_levers --wordvecs "
                                        "data/novels_news/wordvecs")
