@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         tasks = unsupervised + (supervised if fit == "none" or fit in args.supervised_fits.split(",") else [])
         metrics = run_tasks(encoder, tasks, args.senteval_dir, args.protocol)
         row = {"encoder": name, "component_fit": fit, "seconds": round(time.perf_counter() - start, 1),
-               "measured_at": round(time.time()), "scores": {t: headline(metrics, t) for t in tasks},
+               "measured_at": time.time(), "scores": {t: headline(metrics, t) for t in tasks},
                "metrics": metrics}
         row["summary"] = float(np.mean([row["scores"][t] for t in SUMMARY if t in unsupervised]))
         rows.append(row)
