@@ -115,6 +115,10 @@ class Stat:
     def as_dict(self) -> dict[str, Any]:
         return {"mean": self.mean, "std": self.std, "n": self.n}
 
+    def spread(self) -> str:
+        """``mean ± std``, or the mean alone for one seed (the caller states n)."""
+        return f"{self.mean:.1f}" if self.std is None else f"{self.mean:.1f} ± {self.std:.1f}"
+
     def text(self, digits: int = 1, seeds: int | None = None) -> str:
         """``mean ± std``; ``(n=K)`` where fewer runs than the row's ``seeds`` have the column (one seed, or a
         column an analysis measured on some seeds only)."""
@@ -236,11 +240,14 @@ def _common_params(runs: list[RunRecord]) -> dict[str, str]:
     return _portable(shared)
 
 
+def _side(stats, side: str, column: str) -> Stat:
+    """The measured Stat of one side (``cell/view``) of a claim; empty when the study has no such run."""
+    cell, view = side.split("/")
+    return stats.get((cell, view), {}).get(column, Stat())
+
+
 def _check(claim, stats) -> dict[str, Any]:
-    better_cell, better_view = claim.better.split("/")
-    worse_cell, worse_view = claim.worse.split("/")
-    better = stats.get((better_cell, better_view), {}).get(claim.column, Stat())
-    worse = stats.get((worse_cell, worse_view), {}).get(claim.column, Stat())
+    better, worse = _side(stats, claim.better, claim.column), _side(stats, claim.worse, claim.column)
     result: dict[str, Any] = {"better": claim.better, "worse": claim.worse, "column": claim.column,
                               "paper": claim.paper, "measured_better": better.mean, "measured_worse": worse.mean}
     if better.mean is None or worse.mean is None:
@@ -259,8 +266,7 @@ def _check(claim, stats) -> dict[str, Any]:
         verdict = "reversed"
     else:
         verdict = TIE
-    result.update(verdict=verdict, difference=difference, noise=noise, seeds=[better.n, worse.n],
-                  std_better=better.std, std_worse=worse.std)
+    result.update(verdict=verdict, difference=difference, noise=noise, seeds=[better.n, worse.n])
     return result
 
 
@@ -323,12 +329,9 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
               "| Better | Worse | Column | Paper | Measured (seeds) | Difference | Verdict |",
               "|---|---|---|---|---|---|---|"]
     for c in summary.claims:
-        better_cell, better_view = c["better"].split("/")
-        worse_cell, worse_view = c["worse"].split("/")
-        better = summary.stats.get((better_cell, better_view), {}).get(c["column"], Stat())
-        worse = summary.stats.get((worse_cell, worse_view), {}).get(c["column"], Stat())
+        better, worse = _side(summary.stats, c["better"], c["column"]), _side(summary.stats, c["worse"], c["column"])
         measured = ("–" if c["difference"] is None
-                    else f"{better.text()} vs {worse.text()}".replace(" (n=1)", "") + f" (n={better.n} vs {worse.n})")
+                    else f"{better.spread()} vs {worse.spread()} (n={better.n} vs {worse.n})")
         difference = "–" if c["difference"] is None else f"{c['difference']:+.1f}"
         lines.append(f"| {c['better']} | {c['worse']} | {c['column']} | {c['paper']} | {measured} | {difference} "
                      f"| {c['verdict']} |")
@@ -362,7 +365,7 @@ def _beside_the_paper(summary: Summary, matrix: Matrix) -> list[str]:
             paper = summary.paper.get((f"{cell.name}/{view}", c.name))
             stat = summary.stats[cell.name, view][c.name]
             row += ["" if paper is None else f"{paper:.1f}",
-                    "not measured" if not stat.n else stat.text().replace(" (n=1)", "") + f" (n={stat.n})"]
+                    "not measured" if not stat.n else f"{stat.spread()} (n={stat.n})"]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
