@@ -1,1 +1,1 @@
-"""Hyperparameter search (Ray Tune) and the ablation study: search spaces, the ablation matrix, reports."""
+"""Hyperparameter search with Ray Tune: the search (search.py), its typed spaces (space.py) and ``skipview tune``."""
