@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurements in one command, for a GPU machine held for minutes (issue 28's "when a GPU is lent"):
+# The GPU measurements in one command, for a GPU machine available for minutes (issue 28):
 #
 #   benchmarks/gpu_suite.sh [OUT_DIR]        # default reports/benchmarks; STEPS=30 WARMUP=5 DEVICE=cuda by default
 #

@@ -1,16 +1,17 @@
-"""The bundle a lent GPU machine needs to run skipview's platform, and its unpacking there (issue 40).
+"""An offline bundle for a GPU machine without network access: what it needs to run skipview's platform, and its
+unpacking there (issue 40).
 
-The device tool's machine (reports/benchmarks/gpu_platform.md) has torch, numpy, pyarrow, pandas, aiohttp, grpcio,
-requests, pyyaml, rich and typer, but no network, no Ray, MLflow or pydantic, and receives at most 64 MiB per call
-(the checkout that travels included). The packages (~35 MiB) and the novels with the news (~25 MiB of token ids,
-plus the vectors) do not fit one call beside the checkout, so the bundle is two parts, one per call, under the
-git-ignored ``.gpu_bundle/``; each part, with the checkout, fits 64 MiB:
+The target machine (reports/benchmarks/gpu_platform.md) has torch, numpy, pyarrow, pandas, aiohttp, grpcio,
+requests, pyyaml, rich and typer, but no network, no Ray, MLflow or pydantic, and receives at most 64 MiB per
+transfer (the checkout sent with it included). The packages (~35 MiB) and the novels with the news (~25 MiB of
+token ids, plus the vectors) do not fit one transfer beside the checkout, so the bundle is two parts, one per
+command, under the git-ignored ``.gpu_bundle/``; each part, with the checkout, fits 64 MiB:
 
 * ``packages/``: ``site-cpXY.tar.xz``, the packages the image lacks (Ray, MLflow with its SQLite store, pydantic),
   installed here for the machine's Python with ``pip install --target`` (Ray trimmed, ``RAY_UNUSED``; native code
   stripped of symbols). Installed here rather than carried as wheels because the trimmed Ray is no wheel, and one xz
-  stream over the installed tree is smaller than the wheels' per-file deflate. The first call unpacks it into the
-  git-ignored ``.gpu_work/``, which the warm machine keeps for the second call.
+  stream over the installed tree is smaller than the wheels' per-file deflate. The first command unpacks it into
+  the git-ignored ``.gpu_work/``, which the machine keeps for the second command.
 * ``data/``: ``data.tar.xz`` (one prepared corpus, packed by ``pack_data``, and the SentEval folders the STS
   evaluation reads) and ``vectors.tar`` (its word vectors, as many rows as the room left allows).
 * each part's ``manifest.json``: what it holds, what the packing changed, the sizes.
@@ -23,8 +24,8 @@ What the packing changes (the manifest says it again with the numbers of the cor
 
 * sentences keep their first ``max_len`` (30) tokens: training never reads past them (``read_sentences`` and the
   post-processing sample cut there), so the batches are the same as from the full corpus;
-* token ids are exact (ids above 65,535 travel as a sparse high part);
-* word vectors travel for the ``rows`` most frequent words and every word of the evaluation sets, as int8 with one
+* token ids are exact (ids above 65,535 are packed as a sparse high part);
+* word vectors are packed for the ``rows`` most frequent words and every word of the evaluation sets, as int8 with one
   scale per row (relative error under 0.4 % of the row's largest entry); the other rows are zero, which is how the
   platform already treats a word without a vector. So a rare word is zero for f and g in training, as if unknown.
 """
@@ -48,12 +49,12 @@ from pathlib import Path
 import numpy as np
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-DEVICE_LIMIT_BYTES = 64 * 2 ** 20           # the device tool: files sent per call, the checkout included
+DEVICE_LIMIT_BYTES = 64 * 2 ** 20           # the GPU machine's transfer: files sent per command, checkout included
 # Ray's dashboard ([default]) is kept: Ray Train's placement-group cleaner asks its state API (driver.start_local)
 # MLflow's SQLite store (SQLAlchemy, Alembic): its file store cannot hold the metrics ``sts14`` and ``sts14/f`` side by
 # side (a file and a folder of one name)
 REQUIREMENTS = ("ray[default,train,tune]", "mlflow-skinny", "sqlalchemy", "alembic", "pydantic", "typer")
-# Already on the GPU machine's image (the device tool's KINDS.md, "Python packages already there", 2026-11-17),
+# Already on the GPU machine's image (its list of installed Python packages, 2026-11-17),
 # so not carried; the runner's preflight imports what training needs and fails in one line if a version is off.
 IMAGE_HAS = frozenset("""
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
@@ -243,7 +244,7 @@ def vectors_archive(corpus_dir: Path, wordvecs_dir: Path, senteval: Path | None,
 
 
 def unpack(part: Path, work: Path) -> dict:
-    """On the GPU machine: one part of the bundle into WORK, the packages into WORK/site (the first call) or the
+    """On the GPU machine: one part of the bundle into WORK, the packages into WORK/site (the first command) or the
     corpus, vectors and SentEval data into WORK/data (the second); returns the seconds each step took."""
     manifest = json.loads((part / "manifest.json").read_text())
     timings = {}
@@ -304,7 +305,7 @@ def decode_data(packed: Path, data: Path) -> None:
 
 
 def travelling_tree_bytes(repository: Path) -> int:
-    """What the device tool sends of the checkout: tracked and untracked-but-not-ignored files."""
+    """What is sent of the checkout to the GPU machine: tracked and untracked-but-not-ignored files."""
     listing = subprocess.run(["git", "-C", str(repository), "ls-files", "-z", "--cached", "--others",
                               "--exclude-standard"], capture_output=True, check=True).stdout.split(b"\0")
     return sum((repository / name.decode()).stat().st_size for name in listing
@@ -331,7 +332,7 @@ def write_archive(source: Path, archive: Path, preset: int | None) -> None:
 
 def build(args: argparse.Namespace) -> dict[str, dict]:
     """Both parts under OUT (packages/, data/), each with its manifest; fails in one line if a part and the
-    checkout exceed the device tool's 64 MiB."""
+    checkout exceed the 64 MiB of one transfer."""
     out = args.out.resolve()
     tree = travelling_tree_bytes(REPOSITORY)
     with tempfile.TemporaryDirectory(prefix="gpu_bundle-") as scratch:
@@ -370,7 +371,7 @@ def build(args: argparse.Namespace) -> dict[str, dict]:
         if manifest["call_bytes"] > DEVICE_LIMIT_BYTES:
             raise SystemExit(f"error: {out / part}: the part ({manifest['part_bytes'] / 2**20:.1f} MiB) and the "
                              f"checkout ({tree / 2**20:.1f} MiB) make {manifest['call_bytes'] / 2**20:.1f} MiB, over "
-                             f"the device tool's 64 MiB per call: lower --rows or --max-len, or raise --margin-mib")
+                             f"the 64 MiB of one transfer: lower --rows or --max-len, or raise --margin-mib")
     return manifests
 
 
@@ -380,8 +381,8 @@ def main(argv: list[str] | None = None) -> None:
     make = commands.add_parser("build", help="build the bundle here")
     make.add_argument("--corpus", type=Path, required=True, help="prepared corpus directory")
     make.add_argument("--wordvecs", type=Path, required=True, help="word-vector directory aligned with the corpus")
-    make.add_argument("--senteval", type=Path, help="SentEval data/downstream (its STS and SICK folders travel)")
-    make.add_argument("--python", default="3.12", help="the GPU machine's Python, major.minor (KINDS.md: 3.12.3)")
+    make.add_argument("--senteval", type=Path, help="SentEval data/downstream (its STS and SICK folders are packed)")
+    make.add_argument("--python", default="3.12", help="the GPU machine's Python, major.minor (its image's: 3.12.3)")
     make.add_argument("--out", type=Path, default=REPOSITORY / ".gpu_bundle")
     make.add_argument("--max-len", type=int, default=30, help="tokens kept per sentence (training's max_len)")
     make.add_argument("--rows", type=int, default=None, help="word vectors shipped: the most frequent words (plus "

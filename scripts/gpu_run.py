@@ -1,12 +1,12 @@
-"""skipview's platform on a lent GPU in two commands (issue 40; the plan and its figures:
-reports/benchmarks/gpu_platform.md).
+"""skipview's platform on a GPU machine without network access, from the offline bundle, in two commands
+(issue 40; the plan and its figures: reports/benchmarks/gpu_platform.md).
 
-    scripts/gpu_run.sh install       # call 1, carrying .gpu_bundle/packages: the packages into .gpu_work/site
-    scripts/gpu_run.sh run           # call 2, carrying .gpu_bundle/data, on the same warm machine: the run
+    scripts/gpu_run.sh install       # first, sent with .gpu_bundle/packages: the packages into .gpu_work/site
+    scripts/gpu_run.sh run           # second, sent with .gpu_bundle/data, on the same machine: the run
 
-The packages and the data do not fit one call's 64 MiB (gpu_bundle.py), so the first call unpacks the packages
-into the git-ignored ``.gpu_work/``, which the warm machine keeps as an ignored build output, and runs a preflight
-that imports what training needs and names the one that fails, and checks CUDA. The second call's phases, each
+The packages and the data do not fit one transfer's 64 MiB (gpu_bundle.py), so the first command unpacks the
+packages into the git-ignored ``.gpu_work/``, which the machine keeps between the commands, and runs a preflight
+that imports what training needs and names the one that fails, and checks CUDA. The second command's phases, each
 under its own time guard so that a phase cut short still leaves what came before (``PLAN``):
 
 1. unpack: the corpus, vectors and SentEval data (``gpu_bundle.unpack``);
@@ -22,8 +22,8 @@ under its own time guard so that a phase cut short still leaves what came before
    ``results.tar.gz`` (MLflow's SQLite store and artifacts, the comparison's report; no weights) into OUT,
    rewritten after every phase.
 
-The device tool returns at most 8 files from OUT, none deeper than two folders: OUT holds install.json (call 1), or
-summary.json, results.tar.gz and one log per phase (call 2).
+OUT (the folder whose files are brought back) stays flat and small, eight files at most: install.json (the first
+command), or summary.json, results.tar.gz and one log per phase (the second).
 """
 
 from __future__ import annotations
@@ -46,15 +46,15 @@ import yaml
 import gpu_bundle
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-# Seconds per phase of the second call, 540 in all. The session's 15 device minutes pay the machine's start (a
-# minute or more), the first call (its transfer and INSTALL_S), the gap between the calls (under the machine's 30 s
-# of warmth) and the second call's transfer, so the second call gets 540 of its 600 s (~765 s in all, the time plan
+# Seconds per phase of the second command, 540 in all. The plan's 15 minutes on the GPU machine pay its start (a
+# minute or more), the first command (its transfer and INSTALL_S), the gap between the commands (under 30 s) and
+# the second command's transfer, so the second command gets 540 of its 600 s (~765 s in all, the time plan
 # in gpu_platform.md). A phase's guard is its share or what is left of the 540 s after the phases before it,
 # whichever is less. The profile's 2,306 steps are one epoch (1.18M sentences / 512), ~35 s at the bare step's
 # 34,600-44,200 sentences/s (gpu.md, H100, fp32, N 512), plus Ray's start, five STS14 evaluations and the final
 # model; the comparison's two models at h 1024 get the rest.
 PLAN = {"unpack": 30, "profile": 150, "compare": 340, "collect": 20}
-INSTALL_S = 45      # the first call: the packages' unpacking (~10 s) and the preflight's imports, its guard 120 s
+INSTALL_S = 45      # the first command: the packages' unpacking (~10 s) and the preflight's imports, its guard 120 s
 PROFILE_CONFIG = "reports/tune_sif_claim/best_config.yaml"
 CPU_TABLE = "reports/table6_trained/ablation_summary.json"
 COMPARE_CELLS = "disc-fg,disc-f"      # the multi-view (f, g) model and f trained alone
@@ -68,7 +68,7 @@ class Runner:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.out, self.work = args.out.resolve(), args.work.resolve()
-        self.run_dir = self.work / "run"          # the second call's: data, MLflow store, checkpoints, report
+        self.run_dir = self.work / "run"          # the second command's: data, MLflow store, checkpoints, report
         self.data = self.run_dir / "data"
         self.summary: dict = {"plan_s": PLAN, "settings": {k: str(v) for k, v in vars(args).items()}, "phases": {}}
         self.env = dict(os.environ)
@@ -76,14 +76,14 @@ class Runner:
                                                                os.environ.get("PYTHONPATH")])),
                         MLFLOW_TRACKING_URI=f"sqlite:///{self.run_dir / 'mlflow.db'}", PYTHONUNBUFFERED="1")
 
-    # ------------------------------------------------------------------ the first call
+    # ------------------------------------------------------------------ the first command
 
     def install(self) -> int:
-        """The packages into WORK/site and the preflight; WORK/install.json, which the second call needs, only
+        """The packages into WORK/site and the preflight; WORK/install.json, which the second command needs, only
         when both succeed."""
         self.out.mkdir(parents=True, exist_ok=True)
         (self.work / "install.json").unlink(missing_ok=True)
-        shutil.rmtree(self.work / "site", ignore_errors=True)          # a rerun of the first call
+        shutil.rmtree(self.work / "site", ignore_errors=True)          # a rerun of the first command
         record = {"plan_s": INSTALL_S, "unpack_s": gpu_bundle.unpack(self.args.bundle, self.work)}
         try:
             record["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker),
@@ -99,7 +99,7 @@ class Runner:
         print(json.dumps(record))
         return 0
 
-    # ------------------------------------------------------------------ the second call's phases
+    # ------------------------------------------------------------------ the second command's phases
 
     def unpack(self) -> None:
         self.summary["unpack"] = gpu_bundle.unpack(self.args.bundle, self.run_dir)
@@ -248,10 +248,10 @@ class Runner:
         installed = self.work / "install.json"
         if not installed.is_file():
             print(f"error: {installed}: no packages installed on this machine: run scripts/gpu_run.sh install (the "
-                  "first call) on it first; a machine given back between the calls starts bare", file=sys.stderr)
+                  "first command) on it first; a fresh machine has no .gpu_work/", file=sys.stderr)
             return 1
         self.summary["install"] = json.loads(installed.read_text())
-        shutil.rmtree(self.run_dir, ignore_errors=True)               # a rerun of the second call
+        shutil.rmtree(self.run_dir, ignore_errors=True)               # a rerun of the second command
         failed = False
         for phase in ("unpack", "profile", "compare"):
             start = time.time()
@@ -271,7 +271,7 @@ class Runner:
         return 1 if failed else 0
 
     def headline(self) -> dict:
-        """The figures that matter, for the device tool's output tail (which returns even if OUT does not)."""
+        """The figures that matter, as the output's last line (which is seen even if no file of OUT comes back)."""
         profile = self.summary.get("profile", {})
         scores = self.summary.get("compare", {}).get("scores", {})
         return {"phases": {p: v["status"] for p, v in self.summary["phases"].items()},
@@ -303,7 +303,8 @@ def sets(words: str) -> list[str]:
 
 def skipview_source(work: Path) -> str:
     """The checkout's source folders as the package ``skipview`` (mapped as setup.py maps them), so the code that
-    runs is the checkout's own without installing it; linked again by each call (its checkout is a fresh copy)."""
+    runs is the checkout's own without installing it; linked again by each command (its checkout may be a fresh
+    copy)."""
     package = work / "source" / "skipview"
     package.mkdir(parents=True, exist_ok=True)
     for folder in ("models", "platform"):
@@ -355,13 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_run_out")))
     common.add_argument("--work", type=Path, default=REPOSITORY / ".gpu_work",
-                        help="git-ignored, so the warm machine keeps it from the first call to the second")
+                        help="git-ignored, so the machine keeps it from the first command to the second")
     common.add_argument("--gpus-per-worker", type=float, default=1)
     common.add_argument("--plan-scale", type=float, default=1.0, help="multiplies every guard (a slow CPU)")
     calls = parser.add_subparsers(dest="call", required=True)
-    install = calls.add_parser("install", parents=[common], help="the first call: the packages and the preflight")
+    install = calls.add_parser("install", parents=[common], help="the first command: the packages and the preflight")
     install.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle" / "packages")
-    run = calls.add_parser("run", parents=[common], help="the second call: the data, the profile, the comparison")
+    run = calls.add_parser("run", parents=[common], help="the second command: the data, the profile, the comparison")
     run.add_argument("--bundle", type=Path, default=REPOSITORY / ".gpu_bundle" / "data")
     run.add_argument("--cpus-per-worker", type=float, default=8, help="also the worker's torch threads")
     run.add_argument("--precision", default="fp32", help="fp32: faster than bf16 at N 512 on the H100 (gpu.md)")
@@ -376,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = args.bundle / "manifest.json"
     if not manifest.is_file():
         raise SystemExit(f"error: {manifest}: no bundle part there (make the bundle with scripts/gpu_bundle.py "
-                         "build and carry this part: reports/benchmarks/gpu_platform.md)")
+                         "build and send this part: reports/benchmarks/gpu_platform.md)")
     part, wanted = json.loads(manifest.read_text()).get("part"), {"install": "packages", "run": "data"}[args.call]
     if part != wanted:
         raise SystemExit(f"error: {manifest}: the bundle's {part} part, but gpu_run.sh {args.call} takes its "

@@ -63,7 +63,7 @@ def test_data_round_trip_keeps_every_token_training_reads(tmp_path):
 
 
 def test_vectors_fill_the_room_left_and_no_more(tmp_path):
-    """Without --rows, the most frequent words' vectors fill the bytes the call has left, counted before writing."""
+    """Without --rows, the most frequent words' vectors fill the bytes the transfer has left, counted before writing."""
     corpus, wordvecs = write_training_data(tmp_path / "toy", documents=2, sentences_per_doc=5, dim=12)
     per_row, headers = 12 + 4 + 4, 64 * 1024
     room = headers + 30 * per_row + per_row // 2
@@ -146,7 +146,7 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     assert packages["python"] == PYTHON and packages["part"] == "packages" and data["part"] == "data"
     assert sorted(packages["bytes"]) == [f"site-cp{PYTHON.replace('.', '')}.tar.xz"]
     assert sorted(data["bytes"]) == ["data.tar.xz", "vectors.tar"]
-    assert all(m["call_bytes"] <= gpu_bundle.DEVICE_LIMIT_BYTES for m in (packages, data))   # each call fits
+    assert all(m["call_bytes"] <= gpu_bundle.DEVICE_LIMIT_BYTES for m in (packages, data))   # each transfer fits
     for needed in ("ray", "mlflow-skinny", "sqlalchemy", "alembic", "pydantic", "pydantic-core", "typer"):
         assert needed in packages["packages"]
     assert not set(packages["packages"]) & gpu_bundle.LEAVE_OUT and "torch" not in packages["packages"]
@@ -156,7 +156,7 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     assert data["data"]["senteval_folders"] == ["STS/STS14-en-test"]
     assert data["data"]["vector_rows_shipped"] == 64 and data["data"]["rows_zeroed"] == 0   # toy: all fit
 
-    out, work = tmp_path / "out", tmp_path / "work"      # OUT: emptied before each call on the device
+    out, work = tmp_path / "out", tmp_path / "work"      # OUT: emptied before each command on the GPU machine
     blocker = image_blocker(tmp_path / "blocker", set(packages["packages"]))
     environment = {**os.environ, "PYTHONPATH": str(blocker), "OUT": str(out),
                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -164,7 +164,7 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     common = ["--work", str(work), "--gpus-per-worker", "0", "--plan-scale", "3"]     # guards for a loaded CPU
     toy = "objective_settings.hidden_size=8 log_every=2"
 
-    # the second call on a machine that did not run the first (given back between them): one line, nothing run
+    # the second command on a machine that did not run the first (a fresh one): one line, nothing run
     early = subprocess.run([*runner, "run", "--bundle", str(bundle / "data"), *common], env=environment,
                            capture_output=True, text=True, timeout=120)
     assert early.returncode == 1 and "gpu_run.sh install" in early.stderr and len(early.stderr.splitlines()) == 1
@@ -188,7 +188,7 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     assert result.returncode == 0, (result.stderr[-3000:], summary["phases"])
 
-    # what comes back from the device tool: at most 8 plain files at the top of OUT
+    # what comes back from the GPU machine: OUT flat, eight files at most
     assert sorted(p.name for p in out.iterdir()) == ["compare.log", "profile.log", "results.tar.gz", "summary.json"]
     assert summary["install"]["preflight"] == preflight
     assert all(phase["status"] == "ok" for phase in summary["phases"].values())
