@@ -15,8 +15,8 @@ from skipview.platform.files import write_text_aside
 
 app = typer.Typer(help="Studies: one typed file each under studies/ (platform/studies/study.py says every key). "
                        "`run` trains and evaluates what is missing and writes the report; `analyse` runs the study's "
-                       "analyses on its models; `report` rebuilds the report; `index` regenerates reports/INDEX.md "
-                       "and studies/index.yaml.", no_args_is_help=True)
+                       "analyses on its models; `report` rebuilds the report; `index` regenerates reports/INDEX.md, "
+                       "README.md's results table and studies/index.yaml.", no_args_is_help=True)
 
 
 def _load(study_name: str):
@@ -125,15 +125,20 @@ def study_analyse(
 
 
 @app.command("index")
-def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.md or studies/index.yaml is not "
-                                                       "what the study files give")) -> None:
-    """Regenerate, from the study files and their committed summaries, reports/INDEX.md (one row per study) and
-    studies/index.yaml (the studies and analyses DVC's stages iterate over)."""
-    from skipview.platform.studies.study import DVC_INDEX, INDEX, render_dvc_index, render_index, study_paths
+def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.md, README.md's results or "
+                                                       "studies/index.yaml is not what the study files give")) -> None:
+    """Regenerate, from the study files and their committed summaries, reports/INDEX.md (one row per study),
+    README.md's results table and studies/index.yaml (the studies and analyses DVC's stages iterate over)."""
+    from skipview.platform.studies.study import (DVC_INDEX, INDEX, README, StudyError, render_dvc_index,
+                                                 render_index, render_readme_results, study_paths, with_readme_results)
 
     studies = [_load(str(path)) for path in study_paths()]
+    try:
+        readme = with_readme_results(README.read_text(), render_readme_results(studies))
+    except StudyError as error:
+        raise typer.BadParameter(one_line(error)) from error
     stale = []
-    for path, text in ((INDEX, render_index(studies)), (DVC_INDEX, render_dvc_index(studies))):
+    for path, text in ((INDEX, render_index(studies)), (README, readme), (DVC_INDEX, render_dvc_index(studies))):
         if check:
             if not path.is_file() or path.read_text() != text:
                 stale.append(str(path))

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from skipview.platform.studies.study import StudyError, load_study, render_dvc_index, render_index, resolve, study_paths
+from skipview.platform.studies.study import (PAPER_ROWS, RESULTS_BEGIN, RESULTS_END, StudyError, headline, load_study,
+                                             render_dvc_index, render_index, render_readme_results, resolve,
+                                             study_paths, with_readme_results)
 
 REPO = Path(__file__).parents[3]
 GOOD = """\
@@ -117,13 +119,31 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
 
 
 def test_the_committed_indexes_are_what_the_studies_give(repo):
-    """reports/INDEX.md and studies/index.yaml (what DVC's study stages iterate over) cannot go stale: they must equal
-    what `skipview study index` writes from the study files."""
-    from skipview.platform.studies.study import DVC_INDEX, INDEX
+    """reports/INDEX.md, README.md's results table and studies/index.yaml (what DVC's study stages iterate over)
+    cannot go stale: they must equal what `skipview study index` writes from the study files."""
+    from skipview.platform.studies.study import DVC_INDEX, INDEX, README
 
     studies = [load_study(path) for path in study_paths()]
     assert INDEX.read_text() == render_index(studies), "run `skipview study index` and commit reports/INDEX.md"
+    readme = README.read_text()
+    assert readme == with_readme_results(readme, render_readme_results(studies)), \
+        "run `skipview study index` and commit README.md"
     assert DVC_INDEX.read_text() == render_dvc_index(studies), "run `skipview study index`"
+
+
+def test_the_readme_results_are_the_paper_models_and_the_best_headline_over_seeds(repo):
+    """The README's rows: the paper's two models, then the study headline with the highest mean over seeds, each
+    beside its own study's uSIF and SIF; text outside the markers is kept, and a README without them is refused."""
+    studies = [load_study(path) for path in study_paths()]
+    rows = [line for line in render_readme_results(studies).splitlines() if line.startswith("| the ")]
+    assert [row.split("`")[1] for row in rows[:2]] == list(PAPER_ROWS)
+    best = max((row["value"]["mean"], study.name) for study in studies if (row := headline(study))
+               and row["value"] and row["value"].get("std") is not None)
+    assert f"[{best[1]}](reports/{best[1]}/" in rows[2] and f"| {best[0]:.1f} ± " in rows[2]
+    written = with_readme_results(f"intro\n{RESULTS_BEGIN}\nold\n{RESULTS_END}\nafter\n", "| new |\n")
+    assert written == f"intro\n{RESULTS_BEGIN}\n| new |\n{RESULTS_END}\nafter\n"
+    with pytest.raises(StudyError, match="no results markers"):
+        with_readme_results("a README without markers\n", "| new |\n")
 
 
 ANALYSES = """\
