@@ -137,6 +137,31 @@ def wordvecs(
 
 
 @app.command()
+def cut(
+    prepared: Path = typer.Argument(..., help="Prepared-corpus directory (from `skipview data prepare`)."),
+    out: Path = typer.Argument(..., help="Prepared-corpus directory to create: the cut."),
+    sentences: int = typer.Option(..., help="At least this many sentences, of whole documents; 0 = every "
+                                            "document."),
+    seed: int = typer.Option(0, help="Seed of the documents' order; cuts of one corpus with one seed are nested."),
+    overwrite: bool = typer.Option(False, help="Replace OUT if it exists."),
+    metrics: Optional[Path] = typer.Option(None, help="Also write the cut's statistics to this JSON file."),
+) -> None:
+    """Cut a prepared corpus to its first documents in an order drawn from --seed, until --sentences is reached:
+    each cut is a prefix of every larger cut of the same seed (a learning curve's nested corpora). The vocabulary
+    is counted again on the cut; same input, size and seed give byte-identical output."""
+    _setup()
+    from skipview.platform.data.cut import cut_corpus, cut_statistics
+    from skipview.platform.data.readers import BadInputError
+    from skipview.platform.data.staging import OutputExistsError
+
+    try:
+        meta = cut_corpus(prepared, out, sentences, seed, overwrite=overwrite)
+    except (BadInputError, OutputExistsError) as error:
+        _fail(error)
+    _write_json(metrics, cut_statistics(meta))
+
+
+@app.command()
 def fetch(
     source: str = typer.Argument(..., help="Local directory, local .tar.gz/.tgz/.tar, or http(s) URL of one; "
                                            "relative to --root if given."),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -55,6 +56,8 @@ def study_run(
     seeds: Optional[int] = typer.Option(None, min=1, help="seeds to run now (default: the study's)"),
     first_seed: int = typer.Option(0, min=0, help="first seed to run (a study split over machines or sessions)"),
     cells: Optional[str] = typer.Option(None, help="comma-separated rows of the study to run now (default: all)"),
+    sizes: Optional[str] = typer.Option(None, help="a learning curve's sizes to run now, comma-separated (default: "
+                                                   "all, smallest first as the study lists them)"),
     address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="Ray cluster; none starts a local Ray"),
     storage: str = typer.Option("runs", help="checkpoint storage: a local path or a URI every node reaches"),
 ) -> None:
@@ -66,15 +69,25 @@ def study_run(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     study = _load(study_name)
-    matrix = study.matrix
+    parts = study.parts
+    if sizes:
+        wanted = [s.strip() for s in sizes.split(",") if s.strip()]
+        unknown = sorted(set(wanted) - {part.size for part in parts})
+        if unknown:
+            raise typer.BadParameter(f"{', '.join(unknown)}: not a size of {study.path} (sizes: "
+                                     f"{', '.join(study.spec.sizes) or 'none: the study has one corpus'})")
+        parts = [part for part in parts if part.size in wanted]
     if cells:
+        names = [c.strip() for c in cells.split(",") if c.strip()]
         try:
-            matrix = matrix.subset([c.strip() for c in cells.split(",") if c.strip()])
+            parts = [replace(part, matrix=part.matrix.subset([f"{name}.{part.size}" if part.size else name
+                                                              for name in names])) for part in parts]
         except ValueError as error:
             raise typer.BadParameter(one_line(error)) from error
     settings = study.settings(seeds=seeds, first_seed=first_seed, storage=storage)
     try:
-        driver.check_data(study.base)          # the cells' own settings were checked when the study was read
+        for part in parts:                     # the cells' own settings were checked when the study was read
+            driver.check_data(part.base)
         driver.check_local_resources(settings.workers, settings.cpus_per_worker, settings.gpus_per_worker, address)
     except (FileNotFoundError, ValueError) as error:
         raise typer.BadParameter(one_line(error)) from error
@@ -87,7 +100,8 @@ def study_run(
     with run_log.capture(log_path, debug=errors.debug) as log:
         driver.connect(address, run_log=log)
         typer.echo(f"study {study.name}: Ray's and the workers' log: {log_path}")
-        records = run_study(matrix, study.base, settings, after_each=report, recorded=recorded)
+        records = [record for part in parts
+                   for record in run_study(part.matrix, part.base, settings, after_each=report, recorded=recorded)]
     report()
     typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
                f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")

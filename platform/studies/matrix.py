@@ -42,6 +42,7 @@ STUDY_TAG = "skipview.study"
 STUDY = "ablation"
 CELL_TAG = "cell"
 SEED_TAG = "seed"
+SIZE_TAG = "size"           # a learning curve's corpus size (Matrix.at_size)
 EVALUATED_TAG = "skipview.ablation.evaluated"     # set once every view is evaluated: the run is complete
 ENSEMBLE = "ensemble"
 HOURS = "train/hours"
@@ -139,6 +140,29 @@ class Matrix(_Strict):
 
     def rows(self, references: bool) -> list[Cell]:
         return self.cells + self.combined + (self.references if references else [])
+
+    def at_size(self, size: str) -> "Matrix":
+        """The rows of one size of a learning curve (a study's ``sizes``): every row named ``<name>.<size>`` and
+        tagged ``size``, with its combined parts and the claims' sides renamed alike."""
+        def renamed(side: str) -> str:
+            cell, view = side.split("/")
+            return f"{cell}.{size}/{view}"
+
+        def row(cell: Cell) -> Cell:
+            return cell.model_copy(update={"name": f"{cell.name}.{size}", "tags": {**cell.tags, SIZE_TAG: size},
+                                           "combine": cell.combine and [renamed(part) for part in cell.combine]})
+
+        return Matrix(cells=[row(c) for c in self.cells], combined=[row(c) for c in self.combined],
+                      references=[row(c) for c in self.references], columns=self.columns,
+                      claims=[c.model_copy(update={"better": renamed(c.better), "worse": renamed(c.worse)})
+                              for c in self.claims])
+
+    @classmethod
+    def joined(cls, matrices: list["Matrix"]) -> "Matrix":
+        """One matrix of the rows and claims of ``matrices`` (the sizes of a learning curve), whose columns are
+        the first's."""
+        return cls(**{kind: [row for m in matrices for row in getattr(m, kind)]
+                      for kind in ("cells", "combined", "references", "claims")}, columns=matrices[0].columns)
 
     def subset(self, names: list[str]) -> "Matrix":
         """The matrix restricted to the rows ``names`` (cells, combined or reference rows), with the claims whose

@@ -10,6 +10,9 @@ Keys of a study file (every one is checked; an unknown or bad key is an error na
 
 ``question``        one line: what the study asks (the index's first column).
 ``corpus``          the prepared corpus and word vectors: ``data/<corpus>/prepared``, ``data/<corpus>/wordvecs``.
+``sizes``           a learning curve: the corpus is nested cuts (``data/<corpus>/prepared/<size>``,
+                    ``data/<corpus>/wordvecs/<size>``; ``skipview data cut``) and every row runs on each cut with the
+                    same settings, as ``<row>.<size>`` (``Matrix.at_size``; ``study run --sizes`` runs some of them).
 ``config``          base training settings (a YAML file as for ``skipview train --config``; a search's
                     ``best_config.yaml``, which DVC then runs first), optional.
 ``settings``        typed overrides of the base, dotted keys (``objective_settings.hidden_size: 256``).
@@ -36,8 +39,9 @@ study's own text).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -73,6 +77,7 @@ class Headline(_Strict):
 class StudyFile(Plan):
     question: str = Field(min_length=1)
     corpus: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    sizes: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]] = []
     config: str | None = None
     settings: dict[str, Any] = {}
     cells: list[str] = Field(min_length=1)
@@ -84,12 +89,24 @@ class StudyFile(Plan):
     analyses: dict[str, Analysis] = {}
 
 
-class Study:
-    """A validated study: its file, its matrix (restricted to its cells, with their settings), its base training
-    settings, and the ``StudySettings`` the ablation runner takes."""
+@dataclass(frozen=True)
+class Part:
+    """What one ``run_study`` call trains: the study's rows on one corpus (its ``size`` of a learning curve, or None:
+    the whole study)."""
+    size: str | None
+    base: TrainSettings
+    matrix: Matrix
 
-    def __init__(self, path: Path, spec: StudyFile, matrix: Matrix, base: TrainSettings):
+
+class Study:
+    """A validated study: its file, its matrix (restricted to its cells, with their settings; every size's rows in a
+    learning curve), its base training settings (the largest size's), its parts (``Part``: one per size, or the
+    whole study), and the ``StudySettings`` the ablation runner takes."""
+
+    def __init__(self, path: Path, spec: StudyFile, matrix: Matrix, base: TrainSettings,
+                 parts: list[Part] | None = None):
         self.path, self.spec, self.matrix, self.base = path, spec, matrix, base
+        self.parts = parts or [Part(None, base, matrix)]
 
     @property
     def name(self) -> str:
@@ -169,12 +186,18 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
                    f"(cells: {', '.join(c.name for c in matrix.cells)})")
     matrix = matrix.model_copy(update={"cells": [c.model_copy(update={"train": {**c.train, **spec.cell_settings.get(
         c.name, {})}}) for c in matrix.cells]})
-    paths = {"corpus": str(data_root / spec.corpus / "prepared"), "wordvecs": str(data_root / spec.corpus / "wordvecs"),
-             "senteval_dir": str(senteval_dir or data_root / "senteval" / "downstream")}
+    sizes = spec.sizes or [""]
+
+    def paths(size: str) -> dict[str, str]:
+        return {"corpus": str(data_root / spec.corpus / "prepared" / size),
+                "wordvecs": str(data_root / spec.corpus / "wordvecs" / size),
+                "senteval_dir": str(senteval_dir or data_root / "senteval" / "downstream")}
+
     try:
-        base, matrix = load_base(spec.config, paths, [], spec.settings, matrix, spec.references)
+        bases = [load_base(spec.config, paths(size), [], spec.settings, matrix, spec.references) for size in sizes]
     except (ValidationError, ValueError) as error:
         raise fail(("settings",), _first_error(error)) from None
+    base, matrix = bases[-1]
     for cell in matrix.cells:
         try:
             cell_settings(base, cell, 0)
@@ -186,7 +209,10 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
                    {c.name: c.combine for c in matrix.combined})
     except ValueError as error:
         raise fail(("analyses", str(error).split(":")[0].split(".", 1)[1]), str(error).split(": ", 1)[1]) from None
-    return Study(path, spec, matrix, base)
+    if not spec.sizes:
+        return Study(path, spec, matrix, base)
+    parts = [Part(size, size_base, matrix.at_size(size)) for size, (size_base, _) in zip(sizes, bases)]
+    return Study(path, spec, Matrix.joined([part.matrix for part in parts]), base, parts)
 
 
 def _first_error(error: Exception) -> str:

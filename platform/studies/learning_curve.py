@@ -1,0 +1,371 @@
+"""A learning curve's report (a study with ``sizes``; issue 48), generated from what has landed: the study's
+committed run records and its cuts' statistics (``metrics/<corpus>/<size>/cut.json``, dvc.yaml's curve_cut).
+
+``python -m skipview.platform.studies.learning_curve STUDY`` writes into ``reports/<study>/``:
+
+* ``curve.md``: per size, every row's STS mean (the study's first column: STS12-14 and SICK-R) and STS-B, mean ± std
+  over seeds; each trained row's margin over uSIF on the same cut's vectors, and whether it is above uSIF beyond its
+  seed spread (the rule of the study reports' claims: the margin against the row's std over seeds); the fitted trend
+  of each row's margin in log(sentences), extrapolated to the paper's corpora and labelled a prediction beside the
+  paper's own margins, with the assumptions that move it; each row's CPU hours and sentences/s; and what is not
+  measured yet. A trend is fitted only to 3 sizes or more.
+* ``curve.json``: the same numbers; ``curve.csv`` (one line per row, size and seed) and ``margin.csv`` (trained rows)
+  for ``dvc plots`` (dvc.yaml's curve_report stage, template .dvc/plots/learning_curve.json: log x, mean and std);
+  ``curve.png`` and ``margin.png``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import platform as host
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from skipview.platform.files import write_aside, write_json_aside, write_text_aside
+from skipview.platform.studies.matrix import ENSEMBLE, HOURS, SENTENCES_SEEN, Column
+from skipview.platform.studies.report import RunRecord, Stat, latest, read_records
+
+USIF = "fasttext-usif"
+STSB = "stsb_unsup"
+METRICS = Path("metrics")
+# The paper's corpora (multi-view paper, Table 1) and its margins there (Table 3: STS12-16 and SICK-R, Pearson x100),
+# over fastText + WR on the pretrained Common Crawl vectors, its strongest training-free row
+PAPER_CORPORA = {"BookCorpus": 74e6, "UMBC News": 134.5e6}
+PAPER_MARGINS = {("discriminative", "BookCorpus"): ("D1", 69.9, 67.8), ("discriminative", "UMBC News"): ("D2", 71.4, 67.8),
+                 ("generative", "BookCorpus"): ("G1", 69.4, 67.8), ("generative", "UMBC News"): ("G2", 70.3, 67.8)}
+MIN_SIZES_FOR_TREND = 3
+CONFIDENCE = 0.95
+
+
+def text(stat: Stat, seeds: int, digits: int = 2) -> str:
+    """``mean ± std``, ``(n=K)`` where fewer than the study's seeds have landed, or "not measured"."""
+    return stat.text(digits, seeds) if stat.values else "not measured"
+
+
+def as_json(stat: Stat) -> dict[str, Any]:
+    return {**stat.as_dict(), "values": stat.values}
+
+
+def verdict(margin: Stat) -> str:
+    """Above or below uSIF beyond the seed spread (the margin against the row's std over seeds), or a tie."""
+    if not margin.values:
+        return "not measured"
+    if margin.std is None:
+        return ("above" if margin.mean > 0 else "below") + " (one seed: no spread yet)"
+    if margin.mean > margin.std:
+        return "above beyond its seed spread"
+    if margin.mean < -margin.std:
+        return "below beyond its seed spread"
+    return "tie (within its seed spread)"
+
+
+def fit_trend(points: list[tuple[float, float]], at: dict[str, float]) -> dict[str, Any]:
+    """Least squares of margin = a + b ln(sentences) over every seed's margin at every size, and the fitted mean at
+    each of ``at`` with its ``CONFIDENCE`` interval (Student's t, n - 2 degrees of freedom). The interval is the fit's
+    own uncertainty: it holds only if the margin keeps growing linearly in log(sentences) beyond the sizes measured."""
+    from scipy import stats
+
+    xs, ys = [math.log(x) for x, _ in points], [y for _, y in points]
+    n, mean_x, mean_y = len(xs), statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
+    intercept = mean_y - slope * mean_x
+    residual = math.sqrt(sum((y - intercept - slope * x) ** 2 for x, y in zip(xs, ys)) / (n - 2))
+    t = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 2)
+    predictions = {}
+    for name, sentences in at.items():
+        x = math.log(sentences)
+        half = t * residual * math.sqrt(1 / n + (x - mean_x) ** 2 / sxx)
+        value = intercept + slope * x
+        predictions[name] = {"sentences": sentences, "margin": value, "low": value - half, "high": value + half}
+    return {"points": n, "slope_per_e": slope, "slope_per_decade": slope * math.log(10), "intercept": intercept,
+            "residual_std": residual, "slope_std": residual / math.sqrt(sxx), "predictions": predictions}
+
+
+class Curve:
+    """The study's rows at each size, read from its run records."""
+
+    def __init__(self, study, records: list[RunRecord], sentences: dict[str, int | None]):
+        self.study, self.sentences = study, sentences
+        self.sizes = list(study.spec.sizes)
+        self.rows = list(study.spec.cells)
+        self.trained = [c.name.rsplit(".", 1)[0] for c in study.parts[0].matrix.cells]
+        self.columns: dict[str, Column] = {c.name: c for c in study.matrix.columns}
+        self.main = study.matrix.columns[0].name
+        self.records = {(r.cell, r.seed): r for r in records}
+
+    def values(self, row: str, size: str, column: str) -> dict[int, float]:
+        """Seed -> the row's ensemble in ``column`` at ``size``."""
+        found = {}
+        for (cell, seed), record in self.records.items():
+            if cell == f"{row}.{size}":
+                value, _ = self.columns[column].value(ENSEMBLE, record.metrics)
+                if value is not None:
+                    found[seed] = value
+        return dict(sorted(found.items()))
+
+    def spread(self, row: str, size: str, column: str) -> Stat:
+        return Stat(list(self.values(row, size, column).values()))
+
+    def usif(self, size: str, column: str) -> float | None:
+        found = self.values(USIF, size, column)
+        return next(iter(found.values()), None)
+
+    def margin(self, row: str, size: str, column: str) -> Stat:
+        usif = self.usif(size, column)
+        return Stat([] if usif is None else list(v - usif for v in self.values(row, size, column).values()))
+
+    def cost(self, row: str, size: str) -> dict[str, Stat]:
+        """CPU hours (train/hours x the cores each run held) and sentences/s of training, per seed."""
+        cores = self.study.spec.cpus_per_worker * self.study.spec.workers
+        hours, rates = [], []
+        for (cell, _), record in sorted(self.records.items()):
+            if cell == f"{row}.{size}" and record.metrics.get(HOURS):
+                hours.append(record.metrics[HOURS] * cores)
+                rates.append(record.metrics[SENTENCES_SEEN] / (record.metrics[HOURS] * 3600))
+        return {"cpu_hours": Stat(list(hours)), "sentences_per_s": Stat(list(rates))}
+
+    def trend(self, row: str) -> dict[str, Any] | None:
+        """The margin's trend in log(sentences), where 3 sizes or more are measured (None below)."""
+        points = [(self.sentences[size], m) for size in self.sizes if self.sentences.get(size)
+                  for m in self.margin(row, size, self.main).values]
+        if len({x for x, _ in points}) < MIN_SIZES_FOR_TREND:
+            return None
+        return fit_trend(points, PAPER_CORPORA)
+
+
+def cut_sentences(corpus: str, sizes: list[str]) -> dict[str, int | None]:
+    """Each cut's sentences from its statistics (dvc.yaml's curve_cut writes them); None before it is cut."""
+    found = {}
+    for size in sizes:
+        path = METRICS / corpus / size / "cut.json"
+        found[size] = json.loads(path.read_text())["sentences"] if path.is_file() else None
+    return found
+
+
+def objective_of(curve: Curve, row: str) -> str:
+    cell = next(c for c in curve.study.parts[0].matrix.cells if c.name.rsplit(".", 1)[0] == row)
+    return "generative" if cell.objective == "gen" else "discriminative"
+
+
+def machine() -> str:
+    """The CPU this report was generated on, and whether it computes bf16 natively (avx512_bf16 or AMX)."""
+    model, flags = host.processor() or "unknown CPU", set()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    native = "yes" if flags & {"avx512_bf16", "amx_bf16"} else "no (emulated)"
+    return f"{model}, {len(os.sched_getaffinity(0))} cores, native bf16: {native}"
+
+
+def render(curve: Curve) -> tuple[str, dict[str, Any]]:
+    study, main, seeds = curve.study, curve.main, curve.study.spec.seeds
+    main_title, stsb_title = curve.columns[main].title, curve.columns[STSB].title
+    sizes_label = {s: (f"{curve.sentences[s]:,}" if curve.sentences.get(s) else "not cut yet") for s in curve.sizes}
+    lines = [f"# {study.name}: the learning curve", "",
+             f"Generated by `python -m skipview.platform.studies.learning_curve {study.name}` from the run records "
+             f"in `reports/{study.name}/runs/` and the cuts' statistics: do not edit. Question: {study.spec.question}",
+             "", f"Rows as in `studies/{study.name}.yaml`; the same settings at every size (three epochs of that cut); "
+             "uSIF, SIF and the average on each cut's own fastText vectors. Pearson ×100, ensemble view, mean ± std "
+             "over seeds (n = seeds measured).", ""]
+    missing = [f"`{row}` at {size}" for size in curve.sizes for row in curve.rows
+               if not curve.values(row, size, main)]
+    if missing:
+        lines += [f"**Not measured yet** ({len(missing)} of {len(curve.sizes) * len(curve.rows)} row-size pairs; "
+                  f"a trained row counts as measured from its first seed): " + ", ".join(missing) + ".", ""]
+    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine()}
+    for title, column in ((main_title, main), (stsb_title, STSB)):
+        lines += [f"## {title}", "", "| row | " + " | ".join(f"{s} ({sizes_label[s]} sentences)" for s in curve.sizes)
+                  + " |", "|---" * (len(curve.sizes) + 1) + "|"]
+        for row in curve.rows:
+            lines.append(f"| {row} | " + " | ".join(text(curve.spread(row, s, column), seeds) for s in curve.sizes) + " |")
+        lines.append("")
+    lines += ["## Margin over uSIF on the same vectors", "",
+              f"Each seed's {main_title} minus uSIF's on the same cut. *Above beyond its seed spread*: the mean margin "
+              "exceeds the row's std over seeds (the rule the study reports judge claims by); *tie*: inside it.", "",
+              "| size | sentences | uSIF | " + " | ".join(curve.trained) + " |", "|---" * (len(curve.trained) + 3) + "|"]
+    for size in curve.sizes:
+        usif = curve.usif(size, main)
+        cells = []
+        for row in curve.trained:
+            margin = curve.margin(row, size, main)
+            cells.append("not measured" if not margin.values else f"{text(margin, seeds)}: {verdict(margin)}")
+            data["sizes"].setdefault(size, {"sentences": curve.sentences.get(size), "rows": {}})["rows"][row] = {
+                "margin": as_json(margin), "verdict": verdict(margin)}
+        data["sizes"].setdefault(size, {"sentences": curve.sentences.get(size), "rows": {}})["usif"] = usif
+        lines.append(f"| {size} | {sizes_label[size]} | {'not measured' if usif is None else f'{usif:.2f}'} | "
+                     + " | ".join(cells) + " |")
+    lines.append("")
+    for size in curve.sizes:
+        above = [row for row in curve.trained if verdict(curve.margin(row, size, main)).startswith("above beyond")]
+        measured = [row for row in curve.trained if curve.margin(row, size, main).values]
+        lines.append(f"- {size}: " + ("no trained row measured yet" if not measured else
+                                      (", ".join(f"`{r}`" for r in above) or "none") + " above uSIF beyond its "
+                                      f"seed spread (of {', '.join(f'`{r}`' for r in measured)} measured)"))
+    lines += ["", "## Trend of the margin and what it predicts at the paper's corpus sizes", "",
+              f"Least squares of every seed's margin against ln(sentences), per trained row, fitted only where "
+              f"{MIN_SIZES_FOR_TREND} sizes or more are measured; the {CONFIDENCE:.0%} interval is the fit's own "
+              "(Student's t). **A prediction, not a measurement.** Beside it, the paper's margins (Table 3, "
+              "average of STS12-16 and SICK-R): its models over fastText + WR.", ""]
+    fitted = False
+    for row in curve.trained:
+        trend = curve.trend(row)
+        data["trends"][row] = trend
+        if trend is None:
+            lines.append(f"- `{row}`: no trend: fewer than {MIN_SIZES_FOR_TREND} sizes measured "
+                         f"({sum(bool(curve.margin(row, s, main).values) for s in curve.sizes)} so far).")
+            continue
+        fitted = True
+        kind = objective_of(curve, row)
+        parts = []
+        for corpus, p in trend["predictions"].items():
+            name, model, baseline = PAPER_MARGINS[(kind, corpus)]
+            parts.append(f"{corpus} ({p['sentences'] / 1e6:.1f}M): predicted {p['margin']:+.2f} "
+                         f"[{p['low']:+.2f}, {p['high']:+.2f}]; paper {name} {model} vs fastText+WR {baseline}: "
+                         f"{model - baseline:+.1f}")
+        lines.append(f"- `{row}`: margin = {trend['intercept']:.2f} + {trend['slope_per_e']:.3f} ln(sentences), "
+                     f"{trend['slope_per_decade']:+.2f} ± {trend['slope_std'] * math.log(10):.2f} per tenfold data "
+                     f"({trend['points']} seed-size points, residual std {trend['residual_std']:.2f}). "
+                     + "; ".join(parts) + ".")
+    if fitted:
+        lines += ["", "Assumptions that move the prediction: the margin stays linear in log(sentences) from ~1M to "
+                  "134M (two more decades than measured; the interval does not cover a bend); the profile stays "
+                  "this one (h 256, three epochs of each corpus, this search's settings), where the paper trains "
+                  "d 1024 on BookCorpus or UMBC News; uSIF here is on vectors trained on the same cut, the paper's "
+                  "fastText + WR on pretrained Common Crawl vectors (a baseline that does not move with the data); "
+                  "STS15-16 are not in the data here, so the average is STS12-14 and SICK-R, the paper's STS12-16 "
+                  "and SICK-R; and the seeds' spread is the only noise counted."]
+    lines += ["", "## Time beside quality", "",
+              "Training time only (the evaluation is not counted), per seed, mean ± std; CPU hours = wall hours × the "
+              f"cores each run held ({study.spec.cpus_per_worker:g} thread per model). Sentences/s: the sentences "
+              "each step encoded (three epochs of the cut) over the training time.", "",
+              "| row | " + " | ".join(f"{s}: CPU hours" for s in curve.sizes) + " | "
+              + " | ".join(f"{s}: sentences/s" for s in curve.sizes) + " |",
+              "|---" * (2 * len(curve.sizes) + 1) + "|"]
+    for row in curve.trained:
+        costs = [curve.cost(row, s) for s in curve.sizes]
+        lines.append(f"| {row} | " + " | ".join(text(c["cpu_hours"], seeds, 3) for c in costs) + " | "
+                     + " | ".join(text(c["sentences_per_s"], seeds, 0) for c in costs) + " |")
+        for size, cost in zip(curve.sizes, costs):
+            data["sizes"][size]["rows"][row].update({key: as_json(value) for key, value in cost.items()})
+    lines += ["", f"The records do not name the CPU that trained them; this report was generated on: "
+              f"{data['machine']}. The run records' `lineage.git_commit` names the code of each run.", "",
+              "![the curve](curve.png)", "", "![the margin](margin.png)", ""]
+    return "\n".join(lines), data
+
+
+def tables(curve: Curve) -> tuple[str, str]:
+    """``curve.csv``: one line per row, size and seed (both columns); ``margin.csv``: trained rows' margins."""
+    rows_out, margins_out = io.StringIO(), io.StringIO()
+    rows_csv, margins_csv = csv.writer(rows_out, lineterminator="\n"), csv.writer(margins_out, lineterminator="\n")
+    rows_csv.writerow(["sentences", "size", "row", "seed", curve.main, STSB])
+    margins_csv.writerow(["sentences", "size", "row", "seed", "margin"])
+    for size in curve.sizes:
+        if not curve.sentences.get(size):
+            continue
+        for row in curve.rows:
+            main, stsb = curve.values(row, size, curve.main), curve.values(row, size, STSB)
+            for seed, value in main.items():
+                rows_csv.writerow([curve.sentences[size], size, row, seed, f"{value:.4f}",
+                                   f"{stsb[seed]:.4f}" if seed in stsb else ""])
+        usif = curve.usif(size, curve.main)
+        for row in curve.trained:
+            for seed, value in curve.values(row, size, curve.main).items():
+                if usif is not None:
+                    margins_csv.writerow([curve.sentences[size], size, row, seed, f"{value - usif:.4f}"])
+    return rows_out.getvalue(), margins_out.getvalue()
+
+
+def charts(curve: Curve, out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sized = [s for s in curve.sizes if curve.sentences.get(s)]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for axis, column in zip(axes, (curve.main, STSB)):
+        for row in curve.rows:
+            points = [(curve.sentences[s], curve.spread(row, s, column)) for s in sized]
+            points = [(x, spread) for x, spread in points if spread.values]
+            if points:
+                axis.errorbar([x for x, _ in points], [p.mean for _, p in points],
+                              yerr=[p.std or 0 for _, p in points], marker="o", capsize=3, label=row,
+                              linestyle="--" if row.startswith("fasttext") else "-")
+        axis.set(xscale="log", xlabel="sentences (log)", ylabel="Pearson ×100", title=curve.columns[column].title)
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    write_aside(out_dir / "curve.png", lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    plt.close(fig)
+
+    fig, axis = plt.subplots(figsize=(8, 4.5))
+    axis.axhline(0, color="grey", linewidth=1)
+    for row in curve.trained:
+        points = [(curve.sentences[s], curve.margin(row, s, curve.main)) for s in sized]
+        points = [(x, m) for x, m in points if m.values]
+        if not points:
+            continue
+        line = axis.errorbar([x for x, _ in points], [m.mean for _, m in points], yerr=[m.std or 0 for _, m in points],
+                             marker="o", capsize=3, label=f"{row} (measured)")
+        trend = curve.trend(row)
+        if trend is not None:
+            xs = [min(x for x, _ in points) * 1.0, *(p["sentences"] for p in trend["predictions"].values())]
+            fit = [trend["intercept"] + trend["slope_per_e"] * math.log(x) for x in xs]
+            axis.plot(xs, fit, linestyle=":", color=line[0].get_color(), label=f"{row}: fitted trend (prediction)")
+            for p in trend["predictions"].values():
+                axis.errorbar([p["sentences"]], [p["margin"]], yerr=[[p["margin"] - p["low"]], [p["high"] - p["margin"]]],
+                              marker="s", fillstyle="none", capsize=4, color=line[0].get_color())
+    for (kind, corpus), (name, model, baseline) in PAPER_MARGINS.items():
+        axis.scatter([PAPER_CORPORA[corpus]], [model - baseline], marker="*", s=90, color="black")
+        axis.annotate(f"paper {name}", (PAPER_CORPORA[corpus], model - baseline), textcoords="offset points",
+                      xytext=(5, 3), fontsize=8)
+    axis.set(xscale="log", xlabel="sentences (log)", ylabel="margin over uSIF, ×100",
+             title=f"{curve.columns[curve.main].title}: trained row minus uSIF (paper: minus fastText+WR)")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+    fig.tight_layout()
+    write_aside(out_dir / "margin.png", lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from skipview.platform.studies.study import StudyError, load_study, resolve
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m skipview.platform.studies.learning_curve STUDY", file=sys.stderr)
+        return 2
+    try:
+        study = load_study(resolve(argv[0]))
+    except (StudyError, ValueError) as error:
+        print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 1
+    if not study.spec.sizes:
+        print(f"error: {study.path}: no `sizes`: not a learning curve", file=sys.stderr)
+        return 1
+    curve = Curve(study, latest(read_records(study.report_dir)), cut_sentences(study.spec.corpus, study.spec.sizes))
+    text, data = render(curve)
+    rows_csv, margins_csv = tables(curve)
+    write_text_aside(study.report_dir / "curve.md", text)
+    write_json_aside(study.report_dir / "curve.json", data)
+    write_text_aside(study.report_dir / "curve.csv", rows_csv)
+    write_text_aside(study.report_dir / "margin.csv", margins_csv)
+    charts(curve, study.report_dir)
+    print(f"wrote {study.report_dir}/curve.md, curve.json, curve.csv, margin.csv, curve.png, margin.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

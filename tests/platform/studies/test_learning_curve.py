@@ -1,0 +1,136 @@
+"""A learning curve: a study whose `sizes` run every row on each nested cut of its corpus (one part per size, rows
+named <row>.<size>), and its report, generated from whatever run records have landed."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from skipview.platform.cli import run
+from skipview.platform.studies import learning_curve
+from skipview.platform.studies.matrix import Rows, load_catalogue, pick
+from skipview.platform.studies.report import RunRecord
+from skipview.platform.studies.runner import cell_settings
+from skipview.platform.studies.study import load_study
+
+REPO = Path(__file__).parents[3]
+CURVE = """\
+question: Does the margin grow?
+corpus: toy_curve
+sizes: [small, medium, large, all]
+config: reports/tune_sif_claim/best_config.yaml
+settings: {epochs: 3, max_steps: null}
+cells: [disc-fg, gen-invertible, fasttext-usif, fasttext-sif]
+cell_settings:
+  gen-invertible: {batch_size: 256}
+seeds: 3
+"""
+
+
+@pytest.fixture()
+def repo(monkeypatch):
+    monkeypatch.chdir(REPO)
+
+
+def test_every_row_runs_on_each_cut_with_the_same_settings(repo, tmp_path):
+    (tmp_path / "curve.yaml").write_text(CURVE)
+    study = load_study(tmp_path / "curve.yaml")
+    assert [part.size for part in study.parts] == ["small", "medium", "large", "all"]
+    for part in study.parts:
+        assert [c.name for c in part.matrix.rows(True)] == [f"{row}.{part.size}" for row in (
+            "gen-invertible", "disc-fg", "fasttext-sif", "fasttext-usif")]
+        assert all(c.tags["size"] == part.size for c in part.matrix.rows(True))
+        assert part.base.corpus == str(Path(f"data/toy_curve/prepared/{part.size}").resolve())
+        assert part.base.wordvecs == str(Path(f"data/toy_curve/wordvecs/{part.size}").resolve())
+    # the whole study's matrix is every size's rows; its base is the largest size's
+    assert len(study.matrix.cells) == 8 and len(study.matrix.references) == 8
+    assert study.base == study.parts[-1].base
+    trained = [{c.name.split(".")[0]: cell_settings(part.base, c, 1) for c in part.matrix.cells}
+               for part in study.parts]
+    for size in trained:       # the same settings at every size but the data it reads
+        for row, settings in size.items():
+            assert settings.model_dump(exclude={"corpus", "wordvecs"}) == trained[0][row].model_dump(
+                exclude={"corpus", "wordvecs"})
+    assert (trained[0]["gen-invertible"].batch_size, trained[0]["disc-fg"].batch_size) == (256, 512)
+
+
+def test_a_size_renames_combined_parts_and_claims_alike(repo):
+    catalogue = load_catalogue()
+    matrix = pick(catalogue, Rows(), ["disc-f", "disc-g", "disc-fg", "disc-f+disc-g"], ["eq3_self_pairs"],
+                  ["sts_avg"]).at_size("1k")
+    assert matrix.combined[0].name == "disc-f+disc-g.1k"
+    assert matrix.combined[0].combine == ["disc-f.1k/f", "disc-g.1k/g"]
+    assert all(c.better.split("/")[0].endswith(".1k") and c.worse.split("/")[0].endswith(".1k")
+               for c in matrix.claims) and matrix.claims
+
+
+def test_an_unknown_size_is_one_line(repo, capsys):
+    assert run(["study", "run", "learning_curve", "--sizes", "5M"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("error: skipview study run: Invalid value: 5M: not a size of studies/learning_curve.yaml "
+                    "(sizes: 100k, 300k, 600k, all) (see skipview study run --help)")
+
+
+def _repo_with_curve(tmp_path: Path) -> Path:
+    (tmp_path / "studies").mkdir()
+    shutil.copy(REPO / "studies" / "catalogue.yaml", tmp_path / "studies")
+    (tmp_path / "reports" / "tune_sif_claim").mkdir(parents=True)
+    shutil.copy(REPO / "reports" / "tune_sif_claim" / "best_config.yaml", tmp_path / "reports" / "tune_sif_claim")
+    (tmp_path / "studies" / "curve.yaml").write_text(CURVE)
+    return tmp_path
+
+
+def _record(folder: Path, cell: str, seed: int, sts: float, hours: float = 0.0, seen: float = 0.0) -> None:
+    metrics = {f"ensemble/{task}.pearson.mean": sts for task in ("sts12", "sts13", "sts14", "sickr_unsup")}
+    metrics.update({"ensemble/stsb_unsup.pearson.mean": sts - 1, "train/hours": hours, "train/sentences_seen": seen})
+    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, {}, {}, {})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / record.file_name).write_text(json.dumps(record.as_json()))
+
+
+def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_path, monkeypatch):
+    monkeypatch.chdir(_repo_with_curve(tmp_path))
+    sentences = {"small": 10_000, "medium": 100_000, "large": 1_000_000}
+    for size, n in sentences.items():
+        (tmp_path / "metrics" / "toy_curve" / size).mkdir(parents=True)
+        (tmp_path / "metrics" / "toy_curve" / size / "cut.json").write_text(json.dumps({"sentences": n}))
+    runs = tmp_path / "reports" / "curve" / "runs"
+    for size, n in sentences.items():
+        _record(runs, f"fasttext-usif.{size}", 0, 60.0)
+        _record(runs, f"fasttext-sif.{size}", 0, 58.0)
+        # disc-fg's margin is -3 + 0.5 ln(n) exactly on average, seeds +-0.1 around it
+        for seed, noise in enumerate((-0.1, 0.0, 0.1)):
+            _record(runs, f"disc-fg.{size}", seed, 60.0 - 3 + 0.5 * math.log(n) + noise, hours=n / 1e6, seen=3 * n)
+    # gen-invertible landed at two sizes only, one seed at the second
+    for seed in range(3):
+        _record(runs, f"gen-invertible.small", seed, 59.0 + 0.2 * seed)
+    _record(runs, f"gen-invertible.medium", 0, 61.0)
+
+    assert learning_curve.main(["curve"]) == 0
+    out = tmp_path / "reports" / "curve"
+    data = json.loads((out / "curve.json").read_text())
+    trend = data["trends"]["disc-fg"]
+    assert (trend["slope_per_e"], trend["intercept"]) == (pytest.approx(0.5), pytest.approx(-3))
+    book = trend["predictions"]["BookCorpus"]
+    assert book["margin"] == pytest.approx(-3 + 0.5 * math.log(74e6))
+    assert book["low"] < book["margin"] < book["high"]
+    assert data["trends"]["gen-invertible"] is None                     # two sizes: no trend
+    # margins and verdicts: disc-fg at 10k is 1.6 above uSIF with a 0.1 spread; gen one seed at medium
+    small = data["sizes"]["small"]["rows"]
+    assert small["disc-fg"]["margin"]["mean"] == pytest.approx(-3 + 0.5 * math.log(1e4))
+    assert small["disc-fg"]["verdict"] == "above beyond its seed spread"
+    assert small["gen-invertible"]["verdict"] == "below beyond its seed spread"      # -0.8 +- 0.2
+    assert data["sizes"]["medium"]["rows"]["gen-invertible"]["verdict"] == "above (one seed: no spread yet)"
+    assert small["disc-fg"]["sentences_per_s"]["mean"] == pytest.approx(3 * 1e4 / (1e4 / 1e6 * 3600))
+    text = (out / "curve.md").read_text()
+    assert "`gen-invertible`: no trend: fewer than 3 sizes measured (2 so far)" in text
+    assert "**Not measured yet**" in text and "`disc-fg` at all" in text and "`gen-invertible` at large" in text
+    assert "- small: `disc-fg` above uSIF beyond its seed spread" in text
+    assert "- all: no trained row measured yet" in text
+    assert "A prediction, not a measurement." in text
+    assert (out / "curve.png").stat().st_size > 0 and (out / "margin.png").stat().st_size > 0
+    lines = (out / "margin.csv").read_text().splitlines()
+    assert lines[0] == "sentences,size,row,seed,margin" and len(lines) == 1 + 9 + 4
