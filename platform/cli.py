@@ -10,6 +10,9 @@ starts them; ``skipview train`` checks its inputs first). ``tests/test_packaging
 is imported where a chart is drawn, which picks its Agg backend: importing a module must not switch its
 importer's backend. No import is deferred to break a cycle: there is none.
 
+Stops: every command stops on SIGTERM and SIGINT (Ctrl-C) as ``platform/stopping.py`` describes, exiting 143 or 130
+with one line that says what was kept and the command that resumes.
+
 Errors: a usage error (a bad option, a path that does not exist) and a user error (``platform/errors.py``) print
 one line, ``error: ...``, and exit non-zero (2 for usage, 1 otherwise); ``skipview --debug COMMAND ...`` prints the
 traceback instead. Other exceptions are bugs and always keep their traceback.
@@ -18,13 +21,21 @@ traceback instead. Other exceptions are bugs and always keep their traceback.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
-import typer
-import typer.rich_utils
+from skipview.platform import stopping
 
-from skipview.platform import errors
+# This process is the command (`skipview ...`, `python -m skipview.platform.cli ...`), not a program importing it:
+# a signal during the imports below, a second or more on a busy machine, ends it at once and says so
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "skipview":
+    stopping.stop_at_once(["skipview", *sys.argv[1:]])
+
+import shutil  # noqa: E402
+
+import typer  # noqa: E402
+import typer.rich_utils  # noqa: E402
+
+from skipview.platform import errors  # noqa: E402
 from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
@@ -80,7 +91,11 @@ def run(argv: list[str] | None = None) -> int:
     typer.rich_utils.MAX_WIDTH = width = help_width()
     app.rich_markup_mode = "rich" if width >= HELP_MIN_WIDTH else None       # None: click's plain help
     try:
-        result = app(args=argv, prog_name="skipview", standalone_mode=False)
+        with stopping.handling_signals():
+            result = app(args=argv, prog_name="skipview", standalone_mode=False)
+    except stopping.Stopped as stop:
+        typer.echo(stop.line(["skipview", *argv]), err=True)
+        return stop.exit_status
     except typer.TyperException as error:
         # typer (>= 0.26) raises its own copy of click's exceptions, not click's; TyperException is their public
         # base. A group called without a subcommand (`skipview`, `skipview data`) "fails" with its help page: told

@@ -1,30 +1,37 @@
 """No process of a command outlives it: worker processes die with their parent, whatever signal ends it.
 
-A ``ProcessPoolExecutor``'s workers wait on a queue their parent feeds; when the parent is killed outright
-(``kill -9``, the OOM killer) or by a signal Python does not turn into an exception (SIGTERM), nothing tells them, and
-they stay, re-parented to PID 1, holding their memory (measured before this module: both workers of a killed
-``skipview data prepare`` alive 90 s later). ``die_with_parent`` is a pool's initializer that ties them to their
-parent: on Linux the kernel sends them SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); elsewhere a thread of
-theirs notices within a second that their parent is gone. ``exit_on_sigterm`` makes SIGTERM end the command as
-Ctrl-C does, so its ``finally`` blocks run: a pool is shut down and a half-written output removed.
+A pool's workers wait on a queue their parent feeds; when the parent is killed outright (``kill -9``, the OOM killer)
+nothing tells them, and they stay, re-parented to PID 1, holding their memory (measured before this module: both
+workers of a killed ``skipview data prepare`` alive 90 s later). ``die_with_parent`` is a pool's initializer that
+ties them to their parent: on Linux the kernel sends them SIGKILL when the parent dies (``PR_SET_PDEATHSIG``);
+elsewhere a thread of theirs notices within a second that their parent is gone. It also leaves stopping to the
+parent (``platform/stopping.py``): a worker ignores Ctrl-C's SIGINT, which the terminal sends to every process of
+the command, and dies at once of a SIGTERM, which is how the parent ends its pool, even while it is blocked writing
+a result into a pipe the parent no longer reads.
 """
 
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 PR_SET_PDEATHSIG = 1            # <linux/prctl.h>
 PARENT_POLL_S = 1.0
+T = TypeVar("T")
 
 
 def die_with_parent(creator_pid: int) -> None:
     """Pool initializer: end this process when its parent is gone. ``creator_pid`` is the process that made the pool:
     the parent itself, or under the ``forkserver`` start method the creator of the fork server, which exits with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)          # a forked worker inherits the parent's Python handler
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -52,6 +59,12 @@ def running(pid: int) -> bool:
     return True
 
 
-def exit_on_sigterm() -> None:
-    """SIGTERM raises ``SystemExit`` (status 143) in the main thread instead of ending the process on the spot."""
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+def in_child_process(function: Callable[..., T], *args) -> T:
+    """``function(*args)`` run in a child process; its result returned here, or its exception raised here. The main
+    thread only waits, so a signal reaches this process's handler at once (``platform/stopping.py``) even while the
+    child sits in a long C++ call that Python cannot interrupt (fastText's training); however the wait ends, the
+    child is ended with it (the pool's exit terminates it)."""
+    # spawn: a fresh interpreter, not a copy of this process's threads and locks
+    with multiprocessing.get_context("spawn").Pool(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        return pool.apply_async(function, args).get()

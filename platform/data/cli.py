@@ -21,11 +21,7 @@ log = logging.getLogger("skipview.data")
 
 
 def _setup() -> None:
-    """Logging, and SIGTERM ending the command as Ctrl-C does: its half-written output is removed."""
-    from skipview.platform.processes import exit_on_sigterm      # ctypes: not for every start (platform/cli.py)
-
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    exit_on_sigterm()
 
 
 def _write_json(path: Optional[Path], content: dict) -> None:

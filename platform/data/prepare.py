@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
+from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import BinaryIO
 
@@ -170,30 +171,32 @@ def _batches(pieces: Iterable[Piece], batch_chars: int) -> Iterator[list[Piece]]
 def _tokenize_in_order(pieces: Iterable[Piece], tokenizer: Tokenizer, workers: int,
                        batch_chars: int) -> Iterator[tuple[BatchResult, list[bool]]]:
     """Results in input order, with a bounded number of batches in flight (Pool.imap would read ahead unboundedly)."""
-    def submit(batch: list[Piece]) -> Future:
-        payload = [(p.text, p.is_sentence) for p in batch]
-        if executor is None:
-            done: Future = Future()
-            done.set_result(tokenize_batch(payload, tokenizer.lowercase))
-            return done
-        return executor.submit(tokenize_batch, payload, tokenizer.lowercase)
-
-    # the workers die with this process however it ends (a killed parent would leave them waiting forever)
-    executor = (ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
-                if workers > 1 else None)
-    in_flight: deque[tuple[Future, list[bool]]] = deque()
+    if workers == 1:
+        for batch in _batches(pieces, batch_chars):
+            yield tokenize_batch([(p.text, p.is_sentence) for p in batch], tokenizer.lowercase), \
+                [p.new_document for p in batch]
+        return
+    # The workers die with this process however it ends (a killed parent would leave them waiting forever), and a
+    # stop ends them (terminate) rather than waiting for them: a worker blocked writing a large result into the pipe
+    # that the stopping parent no longer reads never finishes, and ProcessPoolExecutor's shutdown waited for it
+    # (a SIGTERM'd prepare hung until SIGKILL, reports/stopping.md).
+    pool = multiprocessing.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+    in_flight: deque[tuple[AsyncResult, list[bool]]] = deque()
     try:
         for batch in _batches(pieces, batch_chars):
-            in_flight.append((submit(batch), [p.new_document for p in batch]))
+            payload = [(p.text, p.is_sentence) for p in batch]
+            in_flight.append((pool.apply_async(tokenize_batch, (payload, tokenizer.lowercase)),
+                              [p.new_document for p in batch]))
             if len(in_flight) > 2 * workers + 1:
-                future, flags = in_flight.popleft()
-                yield future.result(), flags
+                result, flags = in_flight.popleft()
+                yield result.get(), flags
         while in_flight:
-            future, flags = in_flight.popleft()
-            yield future.result(), flags
+            result, flags = in_flight.popleft()
+            yield result.get(), flags
+        pool.close()
     finally:
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
+        pool.terminate()            # after close(): the workers have finished and exit; otherwise they are ended
+        pool.join()
 
 
 # ---- step 3: provisional ids, counts, and the final files ------------------------------------------------------

@@ -40,6 +40,7 @@ from skipview.models.corpus import PreparedCorpus
 from skipview.models.vocab import SPECIALS, Vocab
 from skipview.platform.data.readers import BadInputError
 from skipview.platform.data.staging import staged_directory
+from skipview.platform.processes import in_child_process
 
 log = logging.getLogger("skipview.data")
 
@@ -78,20 +79,28 @@ def train_wordvecs(prepared: str | Path, out: str | Path, options: FastTextOptio
         _write_sentences(corpus, text, progress)
         log.info("training fastText %s, dim %d, %d epochs, %d buckets, %d thread(s)", options.method, options.dim,
                  options.epochs, options.buckets, threads)
-        try:
-            model = fasttext.train_unsupervised(
-                str(text), model=options.method, dim=options.dim, epoch=options.epochs, minCount=options.min_count,
-                bucket=options.buckets, minn=options.minn, maxn=options.maxn, ws=options.window, lr=options.lr,
-                thread=threads, verbose=2 if progress else 0)
-        except RuntimeError as error:  # fastText's "Encountered NaN." (seen on tiny corpora): say what to try
-            raise ValueError(f"{prepared}: fastText training failed ({error}); try a lower --lr") from None
+        # in a child process, which a stop ends: fastText's C++ training holds the main thread for hours at
+        # BookCorpus size, and Python would run the SIGTERM handler only after it returned (platform/stopping.py)
+        in_child_process(_train_fasttext, str(text), str(folder / "fasttext.bin"), prepared, dict(
+            model=options.method, dim=options.dim, epoch=options.epochs, minCount=options.min_count,
+            bucket=options.buckets, minn=options.minn, maxn=options.maxn, ws=options.window, lr=options.lr,
+            thread=threads, verbose=2 if progress else 0))
         text.unlink()
-        model.save_model(str(folder / "fasttext.bin"))
+        model = fasttext.load_model(str(folder / "fasttext.bin"))
         vectors, known = _vectors_from_model(model, corpus.vocab, subword_oov)
         source = {"kind": "trained", "prepared": _corpus_identity(corpus)}
         meta = _finish(folder, corpus, vectors, known, options.method, source,
                        {**asdict(options), "threads": threads, "subword_oov": subword_oov})
     return meta
+
+
+def _train_fasttext(text: str, model_path: str, prepared: str | Path, settings: dict) -> None:
+    """The child process's work: train fastText on ``text`` and save the model to ``model_path``."""
+    try:
+        model = fasttext.train_unsupervised(text, **settings)
+    except RuntimeError as error:  # fastText's "Encountered NaN." (seen on tiny corpora): say what to try
+        raise ValueError(f"{prepared}: fastText training failed ({error}); try a lower --lr") from None
+    model.save_model(model_path)
 
 
 def import_wordvecs(prepared: str | Path, out: str | Path, pretrained: str | Path, subword_oov: bool = False,

@@ -1,0 +1,109 @@
+"""Stopping a command as a cluster or a user does (SIGTERM; SIGINT as Ctrl-C sends it, to the whole process group)
+and checking how it ended: the exit status, the time it took, its last line, and that no process of it is left.
+
+The command runs in a session of its own, so "every process of the command" is every process of that session:
+its pool workers, its fastText child, its local Ray (the GCS, the raylet, Ray's agents and workers) and its watchdog.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SKIPVIEW = [sys.executable, "-m", "skipview.platform.cli"]
+SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT}
+
+
+@dataclass
+class Stop:
+    status: int
+    seconds: float                  # from the signal to the exit
+    output: str
+    left: list[str]                 # processes of the command's session alive 3 s after it exited
+
+    @property
+    def last_line(self) -> str:
+        lines = [line for line in self.output.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+
+def start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([*SKIPVIEW, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def session_processes(sid: int) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if os.getsid(process.pid) == sid and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            pass
+    return found
+
+
+def stop(process: subprocess.Popen, signum: int, timeout: float) -> Stop:
+    """Send ``signum`` as a cluster does (SIGTERM to the command) or as Ctrl-C does (SIGINT to its process group),
+    then SIGCONT (to wake a command the test paused);
+    wait for the exit up to ``timeout`` (then kill everything and report it as status None); 3 s later, list what is
+    left of it."""
+    sent = time.monotonic()
+    if signum == signal.SIGINT:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    process.send_signal(signal.SIGCONT)             # a command the test paused wakes to the signal
+    try:
+        output, _ = process.communicate(timeout=timeout)
+        status = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, status = process.communicate()[0], None
+    seconds = time.monotonic() - sent
+    time.sleep(3)
+    left = [f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in session_processes(process.pid)]
+    for p in session_processes(process.pid):
+        p.kill()
+    return Stop(status, seconds, output, left)
+
+
+def catches_signals(process: subprocess.Popen) -> bool:
+    """The command has installed its handlers (the kernel's caught-signals mask holds SIGTERM): the first moment of
+    its start-up it can act on a signal. Before it, in the interpreter's own start, SIGTERM ends it by default with
+    nothing started and nothing to lose."""
+    try:
+        status = Path(f"/proc/{process.pid}/status").read_text()
+    except OSError:
+        return False
+    caught = int(next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1], 16)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+def wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 300) -> None:
+    """Wait until ``condition()`` holds while ``process`` runs."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"the command ended before {what}: {process.communicate()[0][-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} within {timeout} s")
+        time.sleep(0.1)
+
+
+def assert_stopped(result: Stop, signum: int, grace: float, kept: str | None = None) -> None:
+    """It exited 128 + signal within ``grace`` seconds, its last line says so (and what it kept), nothing is left."""
+    assert result.status == 128 + signum, f"status {result.status}: {result.output[-3000:]}"
+    assert result.seconds <= grace, f"took {result.seconds:.1f} s > {grace} s: {result.output[-2000:]}"
+    assert result.last_line.startswith(f"stopped by {signal.Signals(signum).name}: "), result.output[-3000:]
+    assert "to resume, run skipview " in result.last_line
+    if kept is not None:
+        assert kept in result.last_line, result.last_line
+    assert not result.left, f"alive 3 s after the exit: {result.left}"
