@@ -123,6 +123,12 @@ class Curve:
         usif = self.usif(size, column)
         return Stat([] if usif is None else list(v - usif for v in self.values(row, size, column).values()))
 
+    def vector_sets(self, size: str) -> set[str]:
+        """The word vectors (their hash, from each record's lineage) the records of ``size`` were made on: one set,
+        unless the size was continued on a machine that trained its fastText vectors anew."""
+        return {r.lineage.get("wordvecs.hash", "unknown") for (cell, _), r in self.records.items()
+                if cell.rsplit(".", 1)[-1] == size}
+
     def cost(self, row: str, size: str) -> dict[str, Stat]:
         """CPU hours (train/hours x the cores each run held) and sentences/s of training, per seed."""
         cores = self.study.spec.cpus_per_worker * self.study.spec.workers
@@ -187,7 +193,12 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     if missing:
         lines += [f"**Not measured yet** ({len(missing)} of {len(curve.sizes) * len(curve.rows)} row-size pairs; "
                   f"a trained row counts as measured from its first seed): " + ", ".join(missing) + ".", ""]
-    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine()}
+    mixed = [size for size in curve.sizes if len(curve.vector_sets(size)) > 1]
+    if mixed:
+        lines += [f"**Made on different word vectors**: {', '.join(mixed)}: the records of each were made on more "
+                  "than one fastText run of the same cut (a machine that trained its vectors anew), so the margins "
+                  "there compare some seeds with a uSIF of other vectors.", ""]
+    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine(), "mixed_vectors": mixed}
     for title, column in ((main_title, main), (stsb_title, STSB)):
         lines += [f"## {title}", "", "| row | " + " | ".join(f"{s} ({sizes_label[s]})" for s in curve.sizes)
                   + " |", "|---" * (len(curve.sizes) + 1) + "|"]

@@ -83,10 +83,11 @@ def _repo_with_curve(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _record(folder: Path, cell: str, seed: int, sts: float, hours: float = 0.0, seen: float = 0.0) -> None:
+def _record(folder: Path, cell: str, seed: int, sts: float, hours: float = 0.0, seen: float = 0.0,
+            vectors: str = "vectors-sha256:a") -> None:
     metrics = {f"ensemble/{task}.pearson.mean": sts for task in ("sts12", "sts13", "sts14", "sickr_unsup")}
     metrics.update({"ensemble/stsb_unsup.pearson.mean": sts - 1, "train/hours": hours, "train/sentences_seen": seen})
-    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, {}, {}, {})
+    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, {}, {}, {"wordvecs.hash": vectors})
     folder.mkdir(parents=True, exist_ok=True)
     (folder / record.file_name).write_text(json.dumps(record.as_json()))
 
@@ -107,7 +108,7 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
     # gen-invertible landed at two sizes only, one seed at the second
     for seed in range(3):
         _record(runs, f"gen-invertible.small", seed, 59.0 + 0.2 * seed)
-    _record(runs, f"gen-invertible.medium", 0, 61.0)
+    _record(runs, f"gen-invertible.medium", 0, 61.0, vectors="vectors-sha256:b")     # continued elsewhere
 
     assert learning_curve.main(["curve"]) == 0
     out = tmp_path / "reports" / "curve"
@@ -131,6 +132,7 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
     assert "- small: `disc-fg` above uSIF beyond its seed spread" in text
     assert "- all: no trained row measured yet" in text
     assert "A prediction, not a measurement." in text
+    assert "**Made on different word vectors**: medium:" in text and data["mixed_vectors"] == ["medium"]
     assert (out / "curve.png").stat().st_size > 0 and (out / "margin.png").stat().st_size > 0
     lines = (out / "margin.csv").read_text().splitlines()
     assert lines[0] == "sentences,size,row,seed,margin" and len(lines) == 1 + 9 + 4
