@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skipview.platform.cluster.ray_temp import refuse_ray_temporary
+from skipview.platform.tracking.datasets import log_data
 
 log = logging.getLogger(__name__)
 DEFAULT_DB = "mlflow.db"
@@ -189,9 +190,10 @@ def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run
     it was written by, not the run now resuming from it. Returns ``(run_id, resumed)``. Params are logged only on
     creation: MLflow refuses to change a logged param, and a resumed run keeps the settings it was started with.
     ``driver``: the process the run now depends on (``driver_tags``; default this one), recorded on creation and on
-    every continuation, so ``close_orphans`` judges the run by its current driver.
+    every continuation, so ``close_orphans`` judges the run by its current driver. A new run whose ``tags`` name its
+    data (``lineage.lineage_tags``) logs that data as its MLflow datasets (``datasets``).
     """
-    from mlflow.entities import Param, RunStatus, RunTag
+    from mlflow.entities import RunStatus, RunTag
 
     driver = dict(driver or driver_tags())
     run_id = find_run(mlflow_client, experiment, run_key) or run_id
@@ -202,10 +204,18 @@ def open_run(mlflow_client, experiment: str, run_key: str, run_name: str, *, run
     run = mlflow_client.create_run(experiment_id(mlflow_client, experiment), run_name=run_name,
                                    tags={RUN_KEY_TAG: run_key, **(tags or {}), **driver})
     run_id = run.info.run_id
-    items = [Param(k, param_value(v)) for k, v in sorted(flatten(params or {}).items())]
+    log_params(mlflow_client, run_id, params or {})
+    log_data(mlflow_client, run_id, tags or {})
+    return run_id, False
+
+
+def log_params(mlflow_client, run_id: str, params: Mapping[str, Any]) -> None:
+    """``params`` flattened to dotted keys, in as few ``log_batch`` calls as MLflow allows."""
+    from mlflow.entities import Param
+
+    items = [Param(k, param_value(v)) for k, v in sorted(flatten(params).items())]
     for start in range(0, len(items), PARAMS_PER_BATCH):
         mlflow_client.log_batch(run_id, params=items[start: start + PARAMS_PER_BATCH])
-    return run_id, False
 
 
 def check_same_params(mlflow_client, experiment: str, run_key: str, params: Mapping[str, Any], *,
