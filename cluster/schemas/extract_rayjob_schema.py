@@ -21,8 +21,9 @@ import sys
 import yaml
 
 POD_FIELDS = {
-    "spec": ["containers", "nodeSelector", "serviceAccountName", "tolerations", "volumes"],
-    "containers": ["name", "image", "command", "args", "env", "resources", "ports", "volumeMounts"],
+    "spec": ["containers", "nodeSelector", "serviceAccountName", "terminationGracePeriodSeconds", "tolerations",
+             "volumes"],
+    "containers": ["name", "image", "command", "args", "env", "lifecycle", "resources", "ports", "volumeMounts"],
     "volumes": ["name", "persistentVolumeClaim", "emptyDir"],
 }
 TEMPLATE = {"$ref": "#/$defs/PodTemplateSpec"}

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from skipview.platform import errors
+from skipview.platform import errors, stopping
 from skipview.platform.errors import one_line
 from skipview.platform.files import write_text_aside
 
@@ -100,8 +100,13 @@ def study_run(
     with run_log.capture(log_path, debug=errors.debug) as log:
         driver.connect(address, run_log=log)
         typer.echo(f"study {study.name}: Ray's and the workers' log: {log_path}")
-        records = [record for part in parts
-                   for record in run_study(part.matrix, part.base, settings, after_each=report, recorded=recorded)]
+        try:
+            records = [record for part in parts
+                       for record in run_study(part.matrix, part.base, settings, after_each=report,
+                                               recorded=recorded)]
+        except stopping.Stopped as stop:         # what the study keeps: every finished run, and the stopped one's
+            stop.kept = "; ".join(filter(None, [f"each finished run's record in {study.report_dir}/runs", stop.kept]))
+            raise
     report()
     typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
                f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")

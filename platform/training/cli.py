@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from skipview.platform import errors
+from skipview.platform import errors, stopping
 from skipview.platform.errors import one_line
 
 def train(
@@ -70,7 +70,11 @@ def train(
         driver.connect(address, run_log=log)
         typer.echo(f"run {run.name}: {run.workers} worker(s), checkpoints in {driver.run_key(run)}; Ray's and the "
                    f"workers' log: {log_path}")
-        outcome = driver.train(settings, run)
+        try:
+            outcome = driver.train(settings, run)
+        except stopping.Stopped as stop:
+            stop.resume_options = () if name else ("--name", run.name)
+            raise
     if metrics is not None:
         driver.write_metrics(outcome, metrics)
     typer.echo(f"done: MLflow run {outcome.mlflow_run_id}, metrics {outcome.metrics}")

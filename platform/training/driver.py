@@ -26,6 +26,7 @@ import torch
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.directories import swap_in
 from skipview.models.objective import ObjectiveConfig
+from skipview.platform import stopping
 from skipview.platform.cluster.auth import ensure_private_token
 from skipview.platform.cluster.ray_temp import refuse_ray_temporary
 from skipview.platform.errors import ClusterTooSmall, CorruptCheckpoint, Diverged, StorageFull
@@ -142,15 +143,20 @@ def check_continuation(settings: TrainSettings, run: RunSettings) -> None:
                             may_differ=BUDGET_KEYS, what=f"run {run.name}")
 
 
-def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str) -> dict[str, Any]:
+def loop_config(settings: TrainSettings, run: RunSettings, tracking_uri: str,
+                stop_request: str | None = None) -> dict[str, Any]:
     # the driver is this process (a Tune trial's, in a search): a run whose driver is gone is closed by the next
     # process that opens the store (store.close_orphans)
     return {"settings": settings.model_dump(mode="json"), "run_name": run.name, "run_key": run_key(run),
             "experiment": run.experiment, "tracking_uri": tracking_uri, "cpus_per_worker": run.cpus_per_worker,
-            "params": run_params(settings), "tags": tags_for(settings), "driver": store.driver_tags()}
+            "params": run_params(settings), "tags": tags_for(settings), "driver": store.driver_tags(),
+            "stop_request": stop_request}
 
 
-def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: str, callbacks: list | None = None):
+def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: str, callbacks: list | None = None,
+                  stop_request: str | None = None):
+    """The run's ``TorchTrainer``; its workers stop at the next step, with a checkpoint, when the driver's
+    ``StopRequest`` actor named ``stop_request`` is told to (``preemption.py``)."""
     import ray.train
     from ray.train.torch import TorchTrainer
 
@@ -164,7 +170,7 @@ def build_trainer(settings: TrainSettings, run: RunSettings, *, tracking_uri: st
     score = {"checkpoint_score_attribute": "sts14", "checkpoint_score_order": "max"} if settings.senteval_dir else {}
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=loop_config(settings, run, tracking_uri),
+        train_loop_config=loop_config(settings, run, tracking_uri, stop_request),
         torch_config=NodeAddressTorchConfig(),          # the DDP store on the node's address (rendezvous.py)
         scaling_config=ray.train.ScalingConfig(
             num_workers=run.workers, use_gpu=run.gpus_per_worker > 0,
@@ -210,6 +216,7 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         ray.init(address=address, log_to_driver=log_to_driver)
+        stopping.reinstall()
         return
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -218,10 +225,15 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
     # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
     with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY, **LOCAL_HEAD_ENV}), \
             loopback_node_ip():
-        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
-                 dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver,
-                 _system_config=LOCAL_HEAD_CONFIG)
+        try:
+            ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
+                     dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver,
+                     _system_config=LOCAL_HEAD_CONFIG)
+        except BaseException:           # a stop while Ray starts: the processes it had started go with it
+            ray.shutdown()
+            raise
     watchdog.start(os.getpid())
+    stopping.reinstall()            # over the C++ SIGTERM handler ray.init installs (it aborts the process in 3 s)
 
 
 # A local Ray serves one user's run on one machine, so nothing of it should be reachable from the network. Ray 2.60
@@ -310,25 +322,33 @@ class Outcome:
 
 
 def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None = None) -> Outcome:
+    """Fit the run (or resume it). A stop signal makes its workers write a checkpoint at their next step and end;
+    then this raises ``Stopped`` saying where that checkpoint is (a second signal stops at once)."""
     import ray.train
     from ray.train.v2._internal.exceptions import WorkerGroupStartupTimeoutError
 
     from skipview.platform.training import run_folder
     from skipview.platform.training.divergence import cause, not_retried
+    from skipview.platform.training.preemption import STOPPED_METRIC, DriverStop
 
     uri = run.tracking_uri or store.tracking_uri()
     if not is_uri(run.storage):
         for change in run_folder.repair(Path(run_key(run))):
             log.warning(change)
-    trainer = build_trainer(settings, run, tracking_uri=uri, callbacks=callbacks)
+    stop = DriverStop()
+    trainer = build_trainer(settings, run, tracking_uri=uri, callbacks=callbacks, stop_request=stop.name)
     missing = missing_resources(run)
     if missing and run.worker_wait_s is not None:
         log.warning("run %s: the workers need %s; waiting up to %g s for the cluster to grow (--wait-for-workers)",
                     run.name, missing, run.worker_wait_s)
     wait = {} if run.worker_wait_s is None else {START_TIMEOUT_ENV: f"{run.worker_wait_s:g}"}
-    with environment(wait):
+    with environment(wait), stopping.deferred(stop.on_signal):
         try:
-            result = trainer.fit()
+            result = stopping.in_thread(trainer.fit)
+        except stopping.Stopped as stopped:
+            mark_failed(store.client(uri), run, status="KILLED")
+            stopped.kept = f"run {run.name} without a checkpoint of its own; its last: {last_checkpoint(run)}"
+            raise
         except ray.train.TrainingFailedError as error:
             # a run that stopped is not running; the next launch of the same name continues it (store.open_run)
             mark_failed(store.client(uri), run)
@@ -349,6 +369,11 @@ def train(settings: TrainSettings, run: RunSettings, *, callbacks: list | None =
                 raise storage_full(Path(run_key(run)), "Ray could not record the run's checkpoints",
                                    ckpt.FULL_HINT) from None
             raise
+        finally:
+            stop.close()
+    if result.metrics.get(STOPPED_METRIC):
+        raise stopping.Stopped(stopping.requested(), kept=f"run {run.name} stopped at step {result.metrics['step']} "
+                               f"with a checkpoint ({result.checkpoint.path}); its MLflow run is marked KILLED")
     client = store.client(uri)
     run_id = store.find_run(client, run.experiment, run_key(run))
     model_dir = None
@@ -369,11 +394,12 @@ def missing_resources(run: RunSettings) -> str | None:
     return ", ".join(short) or None
 
 
-def mark_failed(client, run: RunSettings) -> None:
-    """Mark the run's MLflow run FAILED if it is still RUNNING: the workers mark only a divergence themselves."""
+def mark_failed(client, run: RunSettings, status: str = "FAILED") -> None:
+    """Mark the run's MLflow run FAILED (or KILLED: stopped) if it is still RUNNING: the workers mark only a
+    divergence and a stop they saw through themselves."""
     run_id = store.find_run(client, run.experiment, run_key(run))
     if run_id is not None and client.get_run(run_id).info.status == "RUNNING":
-        client.set_terminated(run_id, status="FAILED")
+        client.set_terminated(run_id, status=status)
 
 
 def last_checkpoint(run: RunSettings) -> str:

@@ -45,6 +45,7 @@ from skipview.platform.tracking.tracker import Tracker
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import TrainSettings, check_precision
 from skipview.platform.training.objectives import Built, build
+from skipview.platform.training.preemption import STOPPED_METRIC, Preemption
 from skipview.platform.training.prefetch import prefetch
 from skipview.platform.training.progress import Reporter
 from skipview.platform.training.sts14 import evaluate_sts14
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 CORRUPT_TAG = "skipview.skipped_corrupt_checkpoints"
 NODES_TAG = "skipview.worker_nodes"
+STOPPED_TAG = "skipview.stopped"
 
 
 def schedule_factor(step: int, settings: TrainSettings) -> float:
@@ -114,40 +116,45 @@ class StartupClock:
     """Wall and CPU seconds of each start-up phase, logged once at the first batch: on a loaded machine the wall
     time says more about the load than about the code, the CPU time (this process's, all its threads) does not."""
 
-    def __init__(self):
+    def __init__(self, rank: int):
+        self.rank = rank
         self.marks = [("start", time.perf_counter(), time.process_time())]
 
     def mark(self, phase: str) -> None:
         self.marks.append((phase, time.perf_counter(), time.process_time()))
 
-    def log(self, rank: int) -> None:
-        """One line (benchmarks/scale.py parses it): ``<phase> <wall>/<cpu>`` per phase, in order."""
+    def first_batch(self) -> None:
+        """Called at every batch; at the first, the start-up's lines (what a run costs before its first step)."""
+        if self.marks[-1][0] == "first_batch":
+            return
+        self.mark("first_batch")
+        log.info("rank %d: start-up (corpus opened, batching plan made, first batch read) took %.2f s", self.rank,
+                 self.marks[-1][1] - self.marks[0][1])
+        # one line (benchmarks/scale.py parses it): ``<phase> <wall>/<cpu>`` per phase, in order
         phases = ", ".join(f"{phase} {wall - last_wall:.2f}/{cpu - last_cpu:.2f}"
                            for (_, last_wall, last_cpu), (phase, wall, cpu) in zip(self.marks, self.marks[1:]))
-        log.info("rank %d: start-up phases, wall/CPU s: %s", rank, phases)
+        log.info("rank %d: start-up phases, wall/CPU s: %s", self.rank, phases)
 
 
-def train_loop_per_worker(config: dict[str, Any]) -> None:
-    started = time.perf_counter()       # start-up's clock: what a run costs before its first step (issue 37)
-    clock = StartupClock()
+def start(config: dict[str, Any]) -> tuple[Training, Tracker, ckpt.Progress, StartupClock]:
+    """Everything before the first step: the objective built and seeded, wrapped for DDP, restored from the latest
+    checkpoint, its MLflow run opened."""
     settings = TrainSettings.model_validate(config["settings"])
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
-    device = ray.train.torch.get_device()
+    clock = StartupClock(rank)
     torch.set_num_threads(max(int(config.get("cpus_per_worker", 1)), 1))
-
     # The same seed on every rank gives identical initial weights (DDP would broadcast rank 0's anyway);
     # the per-rank seed afterwards gives each rank its own negative samples / dropout stream.
     torch.manual_seed(settings.seed)
     built = build(settings)
     np.random.seed(settings.seed * 1009 + rank)
     torch.manual_seed(settings.seed * 1009 + rank)
-    built_s = time.perf_counter() - started
     clock.mark("built")
-    training = Training.prepare(built, rank, world_size, device)
+    training = Training.prepare(built, rank, world_size, ray.train.torch.get_device())
     clock.mark("ddp")
-    log.info("rank %d: corpus, word vectors and objective built in %.2f s; DDP model ready at %.2f s", rank, built_s,
-             time.perf_counter() - started)
+    log.info("rank %d: corpus, word vectors and objective built in %.2f s; DDP model ready at %.2f s", rank,
+             clock.marks[1][1] - clock.marks[0][1], clock.marks[2][1] - clock.marks[0][1])
     progress, run_id, skipped = training.resume()
     clock.mark("resume")
     tracker = Tracker(config, rank, run_id)
@@ -159,31 +166,29 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         tracker.tag(CORRUPT_TAG, " | ".join(skipped))
     if progress.step == 0 and rank == 0 and settings.senteval_dir:
         # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
-        tracker.metrics(evaluate_sts14(built, device), 0)
+        tracker.metrics(evaluate_sts14(built, training.device), 0)
+    return training, tracker, progress, clock
 
-    window, last_loss = Window(progress.step), float("nan")
-    first_step, first_batch = progress.step, time.perf_counter()
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    training, tracker, progress, clock = start(config)
+    settings, built, rank, world_size = training.settings, training.built, training.rank, training.world_size
+    preemption = Preemption(config.get("stop_request"), config["run_name"], rank, world_size)
+    window, last_loss, first_step, stopped = Window(progress.step), float("nan"), progress.step, False
     # the driver's progress bar or line (progress.py): rank 0 speaks for the run
     reporter = Reporter(config["run_name"], total_steps(built, world_size)) if rank == 0 else None
     training.model.train()
-    while not finished(progress, settings):                     # one epoch (or its rest, after a restart) a turn
-        steps_before = progress.step
+    while not (finished(progress, settings) or stopped):      # one epoch (or its rest, after a restart) a turn
         epoch = built.batches(rank=rank, world_size=world_size, epoch=progress.epoch, start_batch=progress.batch)
-        for batch in prefetch(epoch, device):
-            if started is not None:
-                first_batch = time.perf_counter()
-                clock.mark("first_batch")
-                log.info("rank %d: start-up (corpus opened, batching plan made, first batch read) took %.2f s",
-                         rank, first_batch - started)
-                clock.log(rank)
-                started = None
+        for batch in prefetch(epoch, training.device):
+            clock.first_batch()
             out, grad_norm = training.step(batch)
             progress.step += 1
             progress.batch += 1
             window.add(out.loss, grad_norm, batch)
-
             done = finished(progress, settings)
-            checkpoint_due = progress.step % settings.checkpoint_every == 0 and not done
+            stopped = not done and preemption.agreed()         # the same answer on every rank (preemption.py)
+            checkpoint_due = not done and (stopped or progress.step % settings.checkpoint_every == 0)
             if progress.step % settings.log_every == 0 or checkpoint_due or done:
                 # every rank reads at the same steps, and always before a checkpoint
                 last_loss = close_window(window, tracker, out, training.scheduler.get_last_lr()[0], world_size,
@@ -192,19 +197,23 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 if reporter is not None:
                     reporter.report(progress.step, last_loss)
             if checkpoint_due:
-                report(training, tracker, progress, {"loss": last_loss}, run_key=config["run_key"])
-            if done:
+                report(training, tracker, progress, {"loss": last_loss, STOPPED_METRIC: float(stopped)},
+                       run_key=config["run_key"])
+            if done or stopped:
                 break
-        if finished(progress, settings):
-            break
-        if progress.step == steps_before:
-            raise ValueError(f"{settings.corpus}: no batch of {settings.batch_size} examples per rank with "
-                             f"{world_size} workers; use a smaller batch_size or fewer workers")
-        progress.epoch += 1
-        progress.batch = 0
-
-    log.info("rank %d: %d steps in %.2f s (checkpoints included)", rank, progress.step - first_step,
-             time.perf_counter() - first_batch)
+        else:                   # the epoch is over (at once when the last checkpoint was at its last batch)
+            if progress.batch == 0:
+                raise ValueError(f"{settings.corpus}: no batch of {settings.batch_size} examples per rank with "
+                                 f"{world_size} workers; use a smaller batch_size or fewer workers")
+            progress.epoch += 1
+            progress.batch = 0
+    preemption.close()
+    log.info("rank %d: %d steps in %.2f s (checkpoints included)%s", rank, progress.step - first_step,
+             time.perf_counter() - clock.marks[-1][1], "; stopped as asked" if stopped else "")
+    if stopped:
+        tracker.tag(STOPPED_TAG, f"at step {progress.step}, by a stop signal; the same command resumes it")
+        tracker.finish("KILLED")
+        return
     final = {"loss": last_loss, "ddp_parameters_equal": float(check_replicas(training, tracker, progress.step))}
     model_dir, evaluated = save_final_model(training, tracker, progress.step) if rank == 0 else (None, {})
     final.update(evaluated)

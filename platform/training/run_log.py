@@ -9,7 +9,8 @@ them Ray's, three tracebacks among them, some after skipview's own error line). 
   progress reports, which become a bar or a line on the console (``progress.py``);
 - the driver's own messages from Ray and MLflow (the local Ray's start, a new tracking store's creation) and Python
   warnings go to ``path`` too;
-- an error that ends the command carries a note naming ``path`` (``errors.one_line`` adds it to the error line).
+- an error that ends the command carries a note naming ``path`` (``errors.one_line`` adds it to the error line), and
+  whatever ends it (an error, a stop) is written to ``path`` with its traceback.
 
 With ``--debug`` the console keeps everything as well. The driver receives the workers' lines from Ray's
 log-forwarding thread through ``ray._private.ray_logging.global_worker_stdstream_dispatcher``, where ``ray.init``
@@ -21,6 +22,8 @@ that changes this is noticed.
 from __future__ import annotations
 
 import logging
+import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,8 +123,13 @@ def capture(path: Path, *, debug: bool = False) -> Iterator[RunLog]:
     log = RunLog(path, file, debug)
     try:
         yield log
-    except Exception as error:
-        error.add_note(f"Ray's and the workers' log: {log.where()}")
+    except BaseException as error:
+        # whatever ends the command, its cause is in the log the console names (an error raised before Ray wrote
+        # anything left that log empty and the cause only in a console line a caller had cut)
+        file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} the command ended: "
+                   + "".join(traceback.format_exception(error)))
+        if isinstance(error, Exception):
+            error.add_note(f"Ray's and the workers' log: {log.where()}")
         raise
     finally:
         log.display.close()

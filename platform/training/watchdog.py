@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import psutil
 
@@ -20,7 +19,9 @@ import psutil
 # (reports/benchmarks/ray_overhead.json); Ray's agents and actors start with the run, and a worker started in the last
 # seconds before the driver dies goes with its raylet anyway
 POLL_S = 5.0
-GRACE_S = 3.0
+# Once the driver is gone nothing of the run is left to save (its workers wrote their checkpoints before reporting
+# them): a second is enough for a process to leave on SIGTERM, and a stopped command must leave nothing 3 s after it
+GRACE_S = 1.0
 
 
 def start(driver_pid: int) -> subprocess.Popen:
@@ -44,9 +45,9 @@ def watch(driver_pid: int) -> None:
     while alive(driver):
         try:
             family = [p for p in driver.children(recursive=True) if p.pid != me.pid]
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(POLL_S)
+            driver.wait(timeout=POLL_S)     # returns as soon as the driver is gone: a stopped command's watchdog
+        except (psutil.NoSuchProcess, psutil.TimeoutExpired):       # leaves with it
+            continue
     left = [p for p in family if alive(p)]
     for process in left:
         try:

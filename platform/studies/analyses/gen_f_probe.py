@@ -33,6 +33,7 @@ from skipview.models.batching import iterate_batches
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.registry import build_objective
 from skipview.models.views import embed, masked_mean
+from skipview.platform.files import write_text_aside
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.objectives import load_word_vectors
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     record = {"checkpoint": str(args.checkpoint), "step": state["progress"]["step"], "batches": len(held),
               "rows": rows, "cosine_x_f_own_average": cosine / count}
     print(f"step {record['step']}; mean cosine(x_f, own word average) {record['cosine_x_f_own_average']:.3f}")
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    write_text_aside(args.out, json.dumps(record, indent=1) + "\n")          # whole or not at all (a stop)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from skipview.platform.evaluation.baselines import AverageEncoder, WordVectors
 from skipview.platform.evaluation.datasets import load_task
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.evaluation.suite import run_tasks
+from skipview.platform.files import write_text_aside
 
 TASKS = ["sts12", "sts13", "sts14", "sickr_unsup", "stsb_unsup"]
 MEAN_OF = ["sts12", "sts13", "sts14", "sickr_unsup"]        # the multi-view paper's unsupervised summary at hand
@@ -185,9 +186,9 @@ def main(argv: list[str] | None = None) -> None:
     usif = results["baselines"]["usif"]["mean"]
     summary = over_seeds(results, usif)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps({"fit": FIT, "wordvecs": str(args.wordvecs),
-                                                         "components": args.components, "results": results,
-                                                         "over_seeds": summary}, indent=1) + "\n")
+    write_text_aside(args.out.with_suffix(".json"), json.dumps(
+        {"fit": FIT, "wordvecs": str(args.wordvecs), "components": args.components, "results": results,
+         "over_seeds": summary}, indent=1) + "\n")
     lines = []
     for prefix, rows in summary.items():
         lines += [f"### {prefix}: over seeds (mean of STS12-14 and SICK-R; uSIF {usif:.2f})", "",
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         lines += [f"### {name}", "", *header,
                   *(f"| {row} | {scores['mean']:.2f} | {scores['mean'] - usif:+.2f} | "
                     + " | ".join(f"{scores[t]:.1f}" for t in TASKS) + " |" for row, scores in rows.items()), ""]
-    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_text_aside(args.out.with_suffix(".md"), "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -49,3 +49,16 @@ def test_a_run_prints_its_progress_and_nothing_of_rays(tiny_data, tmp_path):
     assert progress and progress[-1].startswith("run ok: step 60/60 (100%), loss "), done.stdout
     assert len(lines) == 1 + len(progress) + 1 and lines[-1].startswith("done: MLflow run"), done.stdout
     assert "Checkpoint successfully created" in log.read_text()
+
+
+def test_an_error_before_ray_wrote_anything_is_in_the_log_the_error_line_names(tmp_path):
+    """A run of four started together once failed with an empty log: whatever ends the command is written there."""
+    from skipview.platform.errors import one_line
+    from skipview.platform.training import run_log
+
+    path = tmp_path / "runs" / "early.log"
+    with pytest.raises(ValueError) as raised:
+        with run_log.capture(path):
+            raise ValueError("the tracking store is locked")
+    assert one_line(raised.value).endswith(f"Ray's and the workers' log: {path}")
+    assert "ValueError: the tracking store is locked" in path.read_text()

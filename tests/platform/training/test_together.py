@@ -33,7 +33,12 @@ def test_runs_started_together_in_a_fresh_folder_all_finish_and_are_recorded(tin
                                           stderr=subprocess.STDOUT, text=True))
     assert started[-1] - started[0] < 1.0
     outputs = [p.communicate(timeout=900)[0] for p in processes]
-    assert [p.returncode for p in processes] == [0] * RUNS, [out[-2000:] for out in outputs]
+    failed = [(p.returncode, out) for p, out in zip(processes, outputs) if p.returncode != 0]
+    if failed:          # the whole console of each failed run, and the log it names (an assertion message is cut)
+        logs = {log.name: log.read_text() for log in (tmp_path / "runs").glob("*.log")}
+        pytest.fail(f"{len(failed)} of {RUNS} runs failed:\n" + "\n".join(f"exit {code}:\n{out}" for code, out in failed)
+                    + "\nlogs:\n" + "\n".join(f"== {name}\n{text[-5000:]}" for name, text in logs.items()),
+                    pytrace=False)
     client = store.client(f"sqlite:///{tmp_path}/mlflow.db")
     runs = client.search_runs([client.get_experiment_by_name("skipview").experiment_id])
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * RUNS

@@ -67,6 +67,10 @@ class TinyObjective(Objective):
 
     def forward(self, batch) -> ObjectiveOutput:
         poison = self._maybe_fail()
+        if self.settings.get("step_s"):             # a step as slow as a test needs, to stop a run mid-way
+            time.sleep(self.settings["step_s"])
+        if self.settings.get("calls_file") and _rank() == 0:       # how far rank 0 got, for a test to read
+            Path(self.settings["calls_file"]).write_text(str(self.calls))
         a = nn.functional.normalize(self.view.represent(embed(batch.sentences, self.word_vectors), batch.sentences), dim=-1)
         b = nn.functional.normalize(self.view.represent(embed(batch.next, self.word_vectors), batch.next), dim=-1)
         temperature = self.log_temperature.exp()
