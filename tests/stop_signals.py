@@ -87,13 +87,26 @@ def catches_signals(process: subprocess.Popen) -> bool:
     return bool(caught & (1 << (signal.SIGTERM - 1)))
 
 
+def blocked_writing_child(process: subprocess.Popen) -> bool:
+    """A child of the command is blocked writing into a pipe (the kernel's wait channel): a pool worker whose result
+    its paused or stopping parent does not read."""
+    for child in psutil.Process(process.pid).children(recursive=True):
+        try:
+            if "pipe_write" in Path(f"/proc/{child.pid}/wchan").read_text():
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 300) -> None:
-    """Wait until ``condition()`` holds while ``process`` runs."""
+    """Wait until ``condition()`` holds while ``process`` runs; if it does not, end the command (a paused one too)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if process.poll() is not None:
             raise AssertionError(f"the command ended before {what}: {process.communicate()[0][-3000:]}")
         if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
             raise AssertionError(f"not {what} within {timeout} s")
         time.sleep(0.1)
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from skipview.platform import errors
+from skipview.platform import errors, stopping
 from skipview.platform.errors import one_line
 
 
@@ -75,6 +75,9 @@ def tune(
                    f"workers' log: {log_path}")
         try:
             outcome = run_search(search_space, base, search, best_config)
+        except stopping.Stopped as stop:
+            stop.resume_options = () if name else ("--name", search.name)
+            raise
         except SearchInterrupted as stopped:
             typer.echo(str(stopped), err=True)
             raise typer.Exit(130) from None

@@ -22,12 +22,15 @@ import json
 import logging
 import math
 import os
+import signal
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from skipview.platform import stopping
 from skipview.platform.tracking import lineage, store
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings, absolute_paths
@@ -50,7 +53,11 @@ TRIAL_MEMORY = 256 * 1024**2   # bytes reserved for a trial's driver process (it
 
 
 class SearchInterrupted(RuntimeError):
-    """The search stopped before every trial finished (Ctrl-C); its state is saved for a resume."""
+    """The search stopped before every trial finished (Tune's own SIGUSR1); its state is saved for a resume."""
+
+
+class TrialStopped(RuntimeError):
+    """A trial's run ended at the search's stop, with a checkpoint: unfinished."""
 
 
 @dataclass(frozen=True)
@@ -116,10 +123,15 @@ def trial_settings(base: TrainSettings, config: dict[str, Any]) -> TrainSettings
                                        "checkpoint_every": max(round(base.checkpoint_every * scale), 1)})
 
 
-def run_trial(config: dict[str, Any], *, base: dict[str, Any], search: SearchSettings, parent_run_id: str) -> None:
-    """One trial: the base settings with the trial's values, fitted as a TorchTrainer that reports to Tune."""
+def run_trial(config: dict[str, Any], *, base: dict[str, Any], search: SearchSettings, parent_run_id: str,
+              stop_request: str | None = None) -> None:
+    """One trial: the base settings with the trial's values, fitted as a TorchTrainer that reports to Tune. A trial
+    the search's stop ended (a checkpoint at its next step) fails, so that Tune counts it unfinished and a resumed
+    search runs it again, from that checkpoint."""
     from ray import tune
     from ray.tune.integration.ray_train import TuneReportCallback
+
+    from skipview.platform.training.preemption import STOPPED_METRIC
 
     trial_id = tune.get_context().get_trial_id()
     settings = trial_settings(TrainSettings.model_validate(base), config)
@@ -132,8 +144,10 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], search: SearchSet
                    tags={**driver.tags_for(settings), PARENT_TAG: parent_run_id, STUDY_TAG: "tune",
                          SEARCH_TAG: search.name, TRIAL_TAG: trial_id})
     trainer = driver.build_trainer(settings, run, tracking_uri=search.tracking_uri,
-                                   callbacks=[TuneReportCallback()])
-    trainer.fit()
+                                   callbacks=[TuneReportCallback()], stop_request=stop_request)
+    result = trainer.fit()
+    if result.metrics.get(STOPPED_METRIC):
+        raise TrialStopped(f"trial {trial_id}: stopped at step {result.metrics['step']} with a checkpoint")
 
 
 def default_concurrency(search: SearchSettings) -> int:
@@ -155,6 +169,8 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
 
+    from skipview.platform.training.preemption import DriverStop
+
     if base.senteval_dir is None:
         raise ValueError("the search optimises STS14: give the SentEval data directory (--senteval-dir)")
     if base.max_steps is None:
@@ -171,8 +187,10 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
         params={"space": space.source, "searched": space.searched(), "search": asdict(search),
                 "base": base.model_dump(mode="json")},
         tags={STUDY_TAG: "tune", SEARCH_TAG: search.name, "objective": space.objective})
+    stop = DriverStop()
     trainable = tune.with_resources(
-        tune.with_parameters(run_trial, base=base.model_dump(mode="json"), search=search, parent_run_id=parent_id),
+        tune.with_parameters(run_trial, base=base.model_dump(mode="json"), search=search, parent_run_id=parent_id,
+                             stop_request=stop.name),
         {"cpu": 0, "memory": TRIAL_MEMORY})
     path = os.path.join(root, search.name)
     if tune.Tuner.can_restore(path):
@@ -194,7 +212,20 @@ def run_search(space: SearchSpace, base: TrainSettings, search: SearchSettings,
                 scheduler=ASHAScheduler(time_attr=TIME_ATTR, max_t=budget, grace_period=grace,
                                         reduction_factor=search.reduction_factor)),
             run_config=tune.RunConfig(name=search.name, storage_path=root, verbose=1))
-    results = tuner.fit()
+    # A stop (SIGTERM, Ctrl-C) first lets every running trial write a checkpoint at its next step, then ends the
+    # search the way Tune ends one gracefully, saving its state (its SIGUSR1). Tune's own Ctrl-C handler would end
+    # the trials at once, without those checkpoints: it is switched off.
+    end_search = partial(os.kill, os.getpid(), signal.SIGUSR1)
+    with driver.environment({"TUNE_DISABLE_SIGINT_HANDLER": "1"}), \
+            stopping.deferred(partial(stop.on_signal, then=end_search)):
+        try:
+            results = tuner.fit()
+        finally:
+            stop.close()
+    if stopping.requested() is not None:
+        client.set_terminated(parent_id, "KILLED")
+        raise stopping.Stopped(stopping.requested(), kept=f"search {search.name}: its state and each running trial's "
+                               "checkpoint at its next step (a stopped trial resumes from it)")
     if results.num_terminated + results.num_errors < len(results):
         # Tune returns on Ctrl-C with its state saved; unfinished trials are not results to choose from.
         client.set_terminated(parent_id, "KILLED")

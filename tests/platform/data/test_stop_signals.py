@@ -15,7 +15,8 @@ import numpy as np
 import psutil
 import pytest
 from data_samples import write_generated_books
-from stop_signals import SIGNALS, SKIPVIEW, assert_stopped, catches_signals, start, stop, wait_for
+from stop_signals import (SIGNALS, SKIPVIEW, assert_stopped, blocked_writing_child, catches_signals, start, stop,
+                          wait_for)
 
 GRACE_S = 10
 
@@ -38,13 +39,6 @@ def workers_of(process) -> list[psutil.Process]:
     return psutil.Process(process.pid).children(recursive=True)
 
 
-def blocked_writing(worker: psutil.Process) -> bool:
-    try:
-        return "pipe_write" in open(f"/proc/{worker.pid}/wchan").read()
-    except OSError:
-        return False
-
-
 def prepare_moment(moment: str, process) -> None:
     """Bring a running prepare to ``moment``."""
     if moment == "start-up":                 # the command's imports, before any worker
@@ -57,11 +51,7 @@ def prepare_moment(moment: str, process) -> None:
     # "worker-writing": the moment that hung before (a worker blocked writing a result into the pipe its stopping
     # parent no longer read). Made, not waited for: the parent is paused until a worker blocks on the full pipe.
     process.send_signal(signal.SIGSTOP)
-    workers = workers_of(process)
-    deadline = time.monotonic() + 30
-    while not any(blocked_writing(w) for w in workers):
-        assert time.monotonic() < deadline, "no worker blocked on the result pipe within 30 s"
-        time.sleep(0.05)
+    wait_for(lambda: blocked_writing_child(process), "a worker blocked on the result pipe", process, timeout=30)
     # left paused: the stop signal is sent to it paused, and it wakes to it (stop_signals.stop continues it)
 
 
