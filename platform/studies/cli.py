@@ -50,6 +50,17 @@ def _report(study) -> dict:
     write_json_aside(Path("metrics/summary") / f"{study.name}.json",
                      headline.ablation(json.loads(paths["summary"].read_text())))
     return paths
+
+
+def _echo_mlflow_links(study) -> None:
+    """How to open the study's runs in the MLflow UI, in the study's view (platform/studies/mlflow_view.py)."""
+    from skipview.platform.studies.mlflow_view import links
+    from skipview.platform.tracking import store
+
+    for line in links(store.client(), study.name, study.matrix):       # the study's experiment is its name
+        typer.echo(line)
+
+
 @app.command("run")
 def study_run(
     study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name (studies/<name>.yaml) or file"),
@@ -110,13 +121,16 @@ def study_run(
     report()
     typer.echo(f"study {study.name}: {sum(not r['skipped'] for r in records)} runs done now, "
                f"{sum(r['skipped'] for r in records)} already recorded; report in {study.report_dir}")
+    _echo_mlflow_links(study)
 
 
 @app.command("report")
 def study_report(study_name: str = typer.Argument(..., metavar="STUDY", help="a study's name or file")) -> None:
     """Rebuild the study's report from its committed run records and the MLflow runs of this machine."""
-    paths = _report(_load(study_name))
+    study = _load(study_name)
+    paths = _report(study)
     typer.echo("report: " + ", ".join(str(p) for p in paths.values()))
+    _echo_mlflow_links(study)
 
 
 @app.command("analyse")

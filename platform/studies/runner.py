@@ -10,6 +10,8 @@ The compare view's axes are params and metrics only, so the identity is also log
 (``summary/sts_avg``, ``summary/binary_avg``, ...) as a metric. The view's plot starts on the first three params that differ between
 the runs, sorted by name: everything else a run records goes under ``train.`` (a trained model's settings, a
 combined row's parts) or ``reference.`` (a baseline's encoder and vectors), so those three are the matrix.
+An MLflow run is named ``<cell>-seed<k>`` (its experiment names the study) and logs its corpus and word vectors as
+datasets; the study's runs page is grouped by cell in the view ``mlflow_view`` saves as the study starts.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from skipview.platform.evaluation.datasets import TaskDataError, load_task
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import lineage_tags
+from skipview.platform.studies import mlflow_view
 from skipview.platform.training import driver
 from skipview.platform.training.config import (BUDGET_KEYS, RunSettings, TrainSettings, absolute_paths, set_dotted,
                                                settings_tree)
@@ -162,6 +165,9 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
     tasks = available_tasks(study.tasks, base.senteval_dir)
     if not tasks:
         raise ValueError(f"{base.senteval_dir}: none of the tasks {', '.join(study.tasks)} has data there")
+    store.experiment_id(client, study.experiment)          # created now, so its view and link can be given now
+    for line in mlflow_view.links(client, study.experiment, matrix):
+        log.info("%s", line)
     records = []
     planned = plan(matrix, study.seeds, study.references, study.first_seed)
     recorded = standing_records(planned, recorded)
@@ -315,13 +321,13 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
 
     if cell.combine is not None:
         encoder, metrics = _combined_parts(client, study, cell, planned.seed)
-        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+        run_id, _ = store.open_run(client, study.experiment, key, planned.run_name,
                                    params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine},
                                    tags={**lineage_tags(base.corpus, base.wordvecs), **planned.tags})
     elif cell.baseline is not None:
         if base.wordvecs is None:
             raise ValueError(f"{cell.name}: the {cell.baseline} baseline needs word vectors (--wordvecs)")
-        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+        run_id, _ = store.open_run(client, study.experiment, key, planned.run_name,
                                    params={**planned.identity, "reference.baseline": cell.baseline,
                                            "reference.wordvecs": base.wordvecs},
                                    tags={**lineage_tags(base.corpus, base.wordvecs), **planned.tags})
@@ -334,7 +340,7 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         settings = cell_settings(base, cell, planned.seed)
         source = warm_start_source(client, study, cell.name, planned.seed, settings) if study.warm_start else None
         # Open the run with the study's tags before the loop does; the loop finds it by run key and continues it.
-        run_id, _ = store.open_run(client, study.experiment, key, run.name,
+        run_id, _ = store.open_run(client, study.experiment, key, planned.run_name,
                                    params={**planned.identity, TRAIN_PARAMS: settings.model_dump(mode="json")},
                                    tags={**driver.tags_for(settings), **planned.tags})
         if source is not None:
