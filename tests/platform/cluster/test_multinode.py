@@ -279,3 +279,45 @@ def test_submit_runs_a_training_job_on_the_cluster(tracking_server, cluster, obj
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert len(set(runs[0].data.tags["skipview.worker_nodes"].split())) == 2
     assert any(k.endswith("/model/config.json") for k in keys)
+
+
+def test_a_node_taken_away_mid_run_fails_in_one_line_and_the_run_resumes_when_it_is_back(
+        tracking_server, cluster, object_store, tmp_path):
+    """SIGTERM to the worker node's Ray processes (a node drained, a pod preempted) while a two-worker run trains:
+    the one node left cannot hold both workers, so the run fails after --wait-for-workers in one line; with the node
+    back, the same command resumes it from its last checkpoint in the object store. Prints the steps lost."""
+    from prepared_data import write_training_data
+
+    ray_cluster, node_scratch = cluster
+    corpus, wordvecs = write_training_data(tmp_path / "data")
+    calls_file = tmp_path / "calls"
+    command = [sys.executable, "-m", "skipview.platform.cli", "train", "--objective", "tiny_objective:build",
+               "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--storage", f"s3://{BUCKET}/runs",
+               "--name", "node-lost", "--workers", "2", "--experiment", "node-lost", "--wait-for-workers", "20",
+               "--set", "max_steps=60", "--set", "checkpoint_every=10", "--set", "batch_size=8",
+               "--set", "postprocessing_sentences=50", "--set", "objective_settings.step_s=0.2",
+               "--set", f"objective_settings.calls_file={calls_file}"]
+    env = {**os.environ, "RAY_ADDRESS": ray_cluster.address, "MLFLOW_TRACKING_URI": tracking_server}
+    first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    deadline = time.time() + 600
+    while not calls_file.exists() or int(calls_file.read_text() or 0) < 25:       # past the checkpoint at step 20
+        assert first.poll() is None and time.time() < deadline, first.communicate()[0][-3000:]
+        time.sleep(0.2)
+    worker_node = next(iter(ray_cluster.worker_nodes))
+    ray_cluster.remove_node(worker_node, allow_graceful=True)           # SIGTERM to its raylet and workers
+    lost_at = int(calls_file.read_text())
+    output = first.communicate(timeout=600)[0]
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert first.returncode == 1, output[-3000:]
+    assert lines[-1].startswith("error: run node-lost: the cluster gave no room for 2 worker(s) in 20 s"), lines[-3:]
+
+    ray_cluster.add_node(num_cpus=1, resources={"node_b": 1}, env_vars={"TMPDIR": str(node_scratch["node_b"])},
+                         dashboard_agent_listen_port=free_port())
+    ray_cluster.wait_for_nodes()
+    again = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    resumed = re.findall(r"rank 0 resumed at step (\d+)", (tmp_path / "runs" / "node-lost.log").read_text())
+    print(f"\n--- node taken away at step {lost_at}: resumed at step {resumed[-1]}, "
+          f"{lost_at - int(resumed[-1])} steps trained again ---")
+    assert resumed and int(resumed[-1]) >= 20
