@@ -24,7 +24,7 @@ from emit import emit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY / "tests"))
-from stop_signals import blocked_writing_child, start, stop, wait_for  # noqa: E402  (the tests' own mechanism)
+from stopping_commands import blocked_writing_child, start, stop, wait_for  # noqa: E402  (the tests' own mechanism)
 
 NOVELS = REPOSITORY / "data" / "gutenberg_novels" / "raw"
 CUT = REPOSITORY / "data" / "novels_news_curve"
@@ -48,6 +48,7 @@ def evaluate(out: Path) -> list[str]:
 def train(out: Path) -> list[str]:
     return ["train", "--objective", "disc", "--config", str(PROFILE), "--corpus", str(CUT / "prepared" / "100k"),
             "--wordvecs", str(CUT / "wordvecs" / "100k"), "--workers", "2", "--cpus-per-worker", "1",
+            "--senteval-dir", str(REPOSITORY / "data" / "senteval" / "downstream"),
             "--set", "max_steps=3000", "--set", "checkpoint_every=500", "--set", "epochs=null",
             "--storage", str(out / "runs"), "--name", "stopped"]
 

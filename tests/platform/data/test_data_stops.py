@@ -15,7 +15,7 @@ import numpy as np
 import psutil
 import pytest
 from data_samples import write_generated_books
-from stop_signals import (SIGNALS, SKIPVIEW, assert_stopped, blocked_writing_child, catches_signals, start, stop,
+from stopping_commands import (SIGNALS, SKIPVIEW, assert_stopped, blocked_writing_child, catches_signals, start, stop,
                           wait_for)
 
 GRACE_S = 10

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from stop_signals import SKIPVIEW, assert_stopped, start, stop, wait_for
+from stopping_commands import SKIPVIEW, assert_stopped, start, stop, wait_for
 
 GRACE_S = 60
 REPO = Path(__file__).resolve().parents[3]

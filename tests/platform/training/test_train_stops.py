@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
-from stop_signals import SIGNALS, SKIPVIEW, assert_stopped, catches_signals, start, stop, wait_for
+from stopping_commands import SIGNALS, SKIPVIEW, assert_stopped, catches_signals, start, stop, wait_for
 
 from skipview.platform.tracking import store
 

@@ -14,7 +14,7 @@ import textwrap
 import time
 
 import pytest
-from stop_signals import SKIPVIEW, assert_stopped, start, stop, wait_for
+from stopping_commands import SKIPVIEW, assert_stopped, start, stop, wait_for
 
 from skipview.platform.tracking import store
 
