@@ -265,7 +265,8 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     lines += ["", "## Time beside quality", "",
               "Training time only (the evaluation is not counted), per seed, mean ± std; CPU hours = wall hours × "
               f"the cores each run held ({study.spec.cpus_per_worker:g} thread per model). Sentences/s: the sentences "
-              "each step encoded (three epochs of the cut) over the training time.", "",
+              "each step encoded (three epochs of the cut) over the training time. Both from wall time: on a machine "
+              "shared with other work they bound the CPU time from above and the speed from below.", "",
               "| row | " + " | ".join(f"{s}: CPU hours" for s in curve.sizes) + " | "
               + " | ".join(f"{s}: sentences/s" for s in curve.sizes) + " |",
               "|---" * (2 * len(curve.sizes) + 1) + "|"]
