@@ -45,6 +45,9 @@ from skipview.platform.tracking.lineage import portable_path
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--hide-scrollbars")
+# Now and then (three captures in about twenty here, Chromium 156) the page's virtual time never runs out and
+# Chromium idles: past this many seconds it is stopped and started again, once, with a fresh profile.
+ATTEMPT_S = 300.0
 RECORD_TAG = "skipview.record"
 
 
@@ -106,17 +109,30 @@ def chromium_binary() -> str:
     raise FileNotFoundError("no chromium on PATH: apt-get install -y chromium")
 
 
-def chromium(url: str, output: list[str], width: int, height: int, wait_ms: int) -> str:
+def chromium(url: str, output: list[str], width: int, height: int, wait_ms: int, attempts: int = 2) -> str:
     """Run headless Chromium on ``url`` with a fresh profile and the ``output`` flags; return its stdout.
     ``--virtual-time-budget`` lets the single-page app fetch and draw its runs first (virtual time waits for
-    pending network fetches)."""
-    with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run([chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                               f"--window-size={width},{height}", f"--virtual-time-budget={wait_ms}", *output, url],
-                              capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"chromium failed ({done.returncode}): {done.stderr[-2000:]}")
-    return done.stdout
+    pending network fetches, so on a loaded machine a page of many runs takes minutes of real time)."""
+    for attempt in range(1, attempts + 1):
+        with tempfile.TemporaryDirectory() as profile:
+            command = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                       f"--window-size={width},{height}", f"--virtual-time-budget={wait_ms}", *output, url]
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True)
+            try:
+                stdout, stderr = process.communicate(timeout=ATTEMPT_S)
+            except subprocess.TimeoutExpired:
+                # its renderer and GPU processes would outlive it, writing into the profile being removed
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                if attempt == attempts:
+                    raise TimeoutError(f"chromium did not render {url} within {ATTEMPT_S:.0f} s, "
+                                       f"{attempts} times") from None
+                continue
+        if process.returncode != 0:
+            raise RuntimeError(f"chromium failed ({process.returncode}): {stderr[-2000:]}")
+        return stdout
+    raise ValueError(f"attempts must be at least 1, got {attempts}")
 
 
 def screenshot(url: str, out: Path, width: int = 1700, height: int = 1000, wait_ms: int = 20000) -> None:
