@@ -1,7 +1,7 @@
 """How a command stops when it is told to: SIGTERM (Kubernetes ending a pod, Slurm's time limit, a spot instance's
 notice, ``ray job stop``, ``kill``) or SIGINT (Ctrl-C).
 
-Every command runs inside ``handling_signals()`` (``platform/cli.py``). The first SIGTERM or SIGINT then raises ``Stopped`` in the main
+Every command runs inside ``handling_signals()``. The first SIGTERM or SIGINT then raises ``Stopped`` in the main
 thread, as Ctrl-C raises ``KeyboardInterrupt``: ``finally`` blocks remove half-written output and end worker pools,
 and ``skipview`` (``platform/cli.py``) exits 128 + the signal's number (143, 130) with one line that says what was
 kept and the command that resumes. Work that should finish a unit before it stops (a training step and its

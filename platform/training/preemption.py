@@ -75,15 +75,15 @@ class DriverStop:
         """Ask every run to stop, wait up to the grace for them to end, then call ``then`` (e.g. end a search);
         past the grace, the signal again, which stops this process at once (``stopping``)."""
         ray.get(self.actor.request.remote(signum))
-        deadline = time.monotonic() + float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S))
+        grace = float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S))
+        deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             time.sleep(0.5)
             if not ray.get(self.actor.still_training.remote()):
                 if then is not None:
                     then()
                 return
-        log.warning("the runs did not stop within %s s; stopping without them", os.environ.get(GRACE_ENV,
-                                                                                             DEFAULT_GRACE_S))
+        log.warning("the runs did not stop within %g s; stopping without them", grace)
         os.kill(os.getpid(), signum)
 
     def close(self) -> None:
