@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from skipview.platform.tracking import store
+from skipview.platform.training import run_folder
 
 REPO = Path(__file__).resolve().parents[3]
 TRAINING_TESTS = REPO / "tests" / "platform" / "training"
@@ -281,6 +282,15 @@ def test_submit_runs_a_training_job_on_the_cluster(tracking_server, cluster, obj
     assert any(k.endswith("/model/config.json") for k in keys)
 
 
+def registered_checkpoints(client, run_prefix: str) -> set[str]:
+    """The checkpoint folders Ray's checkpoint snapshot of a run in the object store registers (none before it exists)."""
+    try:
+        text = client.get_object(Bucket=BUCKET, Key=f"{run_prefix}/{run_folder.SNAPSHOT}")["Body"].read().decode()
+        return {name for name in run_folder.registered_names(text) if name.startswith("checkpoint_")}
+    except (client.exceptions.NoSuchKey, ValueError):          # not written yet, or caught mid-rewrite
+        return set()
+
+
 def test_a_node_taken_away_mid_run_fails_in_one_line_and_the_run_resumes_when_it_is_back(
         tracking_server, cluster, object_store, tmp_path):
     """SIGTERM to the worker node's Ray processes (a node drained, a pod preempted) while a two-worker run trains:
@@ -300,9 +310,12 @@ def test_a_node_taken_away_mid_run_fails_in_one_line_and_the_run_resumes_when_it
     env = {**os.environ, "RAY_ADDRESS": ray_cluster.address, "MLFLOW_TRACKING_URI": tracking_server}
     first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
-    deadline = time.time() + 600
-    while not calls_file.exists() or int(calls_file.read_text() or 0) < 25:       # past the checkpoint at step 20
+    # Past step 25 is not enough: the step-20 checkpoint counts once Ray's controller has registered it in the
+    # snapshot it keeps in the object store (on a loaded machine that lags the workers by several steps).
+    deadline, registered = time.time() + 600, set()
+    while len(registered) < 2 or int(calls_file.read_text() or 0) < 25:
         assert first.poll() is None and time.time() < deadline, first.communicate()[0][-3000:]
+        registered |= registered_checkpoints(object_store, "runs/node-lost")
         time.sleep(0.2)
     worker_node = next(iter(ray_cluster.worker_nodes))
     ray_cluster.remove_node(worker_node, allow_graceful=True)           # SIGTERM to its raylet and workers
