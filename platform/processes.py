@@ -8,12 +8,19 @@ elsewhere a thread of theirs notices within a second that their parent is gone. 
 parent (``platform/stopping.py``): a worker ignores Ctrl-C's SIGINT, which the terminal sends to every process of
 the command, and dies at once of a SIGTERM, which is how the parent ends its pool, even while it is blocked writing
 a result into a pipe the parent no longer reads.
+
+``worker_pool`` makes such a pool with SIGTERM and SIGINT held while it forks: a worker starts with a copy of its
+parent's signal handlers, and a ``terminate()`` that came before ``die_with_parent`` had reset them ran the parent's
+handler in the worker, which swallowed it (seen in the test suite: the worker then waited forever on the task queue
+``terminate()`` had locked, and its parent forever on the worker). Held, the signal waits until the worker's own
+handling is in place.
 """
 
 from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import multiprocessing.pool
 import os
 import signal
 import sys
@@ -23,6 +30,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 PR_SET_PDEATHSIG = 1            # <linux/prctl.h>
+STOPS = {signal.SIGINT, signal.SIGTERM}
 PARENT_POLL_S = 1.0
 T = TypeVar("T")
 
@@ -32,6 +40,7 @@ def die_with_parent(creator_pid: int) -> None:
     the parent itself, or under the ``forkserver`` start method the creator of the fork server, which exits with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)          # a forked worker inherits the parent's Python handler
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)      # held by worker_pool: a SIGTERM sent meanwhile ends it now
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -60,11 +69,22 @@ def running(pid: int) -> bool:
 
 
 
+def worker_pool(workers: int, start_method: str | None = None) -> multiprocessing.pool.Pool:
+    """A ``multiprocessing`` pool whose workers die with this process and leave stopping to it (``die_with_parent``),
+    forked with SIGTERM and SIGINT held in this thread (see above); this process takes them again once it has."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        return multiprocessing.get_context(start_method).Pool(workers, initializer=die_with_parent,
+                                                              initargs=(os.getpid(),))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def in_child_process(function: Callable[..., T], *args) -> T:
     """``function(*args)`` run in a child process; its result returned here, or its exception raised here. The main
     thread only waits, so a signal reaches this process's handler at once (``platform/stopping.py``) even while the
     child sits in a long C++ call that Python cannot interrupt (fastText's training); however the wait ends, the
     child is ended with it (the pool's exit terminates it)."""
     # spawn: a fresh interpreter, not a copy of this process's threads and locks
-    with multiprocessing.get_context("spawn").Pool(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    with worker_pool(1, "spawn") as pool:
         return pool.apply_async(function, args).get()

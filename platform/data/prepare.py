@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -42,7 +41,7 @@ from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, UNK_ID, Vocab
 from skipview.platform.data.readers import BadInputError, InputReport, Piece, find_sources, read_pieces
 from skipview.platform.data.staging import staged_directory
-from skipview.platform.processes import die_with_parent
+from skipview.platform.processes import worker_pool
 
 log = logging.getLogger("skipview.data")
 
@@ -180,7 +179,7 @@ def _tokenize_in_order(pieces: Iterable[Piece], tokenizer: Tokenizer, workers: i
     # stop ends them (terminate) rather than waiting for them: a worker blocked writing a large result into the pipe
     # that the stopping parent no longer reads never finishes, and ProcessPoolExecutor's shutdown waited for it
     # (a SIGTERM'd prepare hung until SIGKILL, reports/stopping.md).
-    pool = multiprocessing.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+    pool = worker_pool(workers)
     in_flight: deque[tuple[AsyncResult, list[bool]]] = deque()
     try:
         for batch in _batches(pieces, batch_chars):
