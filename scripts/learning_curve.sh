@@ -12,7 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" OMP_NUM_THREADS=1
 
-sizes=$(python -c "import yaml; print(*yaml.safe_load(open('studies/learning_curve.yaml'))['sizes'])")
+# the sizes the study trains itself (not those it borrows from other studies)
+sizes=$(python -c "import yaml; s = yaml.safe_load(open('studies/learning_curve.yaml'))
+print(*[size for size in s['sizes'] if size not in s.get('borrow', {})])")
 for size in $sizes; do
   # another `dvc` command of the shared checkout may hold DVC's lock for a while: wait for it
   for attempt in $(seq 30); do

@@ -42,7 +42,8 @@ def _report(study) -> dict:
     try:
         paths = build_report(store.client(), study.name, study.matrix, study.report_dir,
                              references=study.spec.references, records=True,
-                             measured_elsewhere=supervised_metrics(study.report_dir, study.spec.analyses))
+                             measured_elsewhere=supervised_metrics(study.report_dir, study.spec.analyses),
+                             borrowed=study.borrowed_records())
     except LookupError as error:
         raise typer.BadParameter(f"{study.name}: nothing to report: no run records in {study.report_dir / 'runs'} "
                                  f"and no finished run in this machine's MLflow store ({one_line(error)})") from None
@@ -80,13 +81,17 @@ def study_run(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     study = _load(study_name)
-    parts = study.parts
+    parts = study.own_parts
     if sizes:
         wanted = [s.strip() for s in sizes.split(",") if s.strip()]
-        unknown = sorted(set(wanted) - {part.size for part in parts})
+        unknown = sorted(set(wanted) - {part.size for part in study.parts})
         if unknown:
             raise typer.BadParameter(f"{', '.join(unknown)}: not a size of {study.path} (sizes: "
                                      f"{', '.join(study.spec.sizes) or 'none: the study has one corpus'})")
+        borrowed = [size for size in wanted if size in study.spec.borrow]
+        if borrowed:
+            raise typer.BadParameter(f"{', '.join(borrowed)}: borrowed from "
+                                     f"{', '.join(study.spec.borrow[borrowed[0]])}, never trained by {study.path}")
         parts = [part for part in parts if part.size in wanted]
     if cells:
         names = [c.strip() for c in cells.split(",") if c.strip()]

@@ -24,14 +24,18 @@ import os
 import platform as host
 import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from skipview.platform.files import write_aside, write_json_aside, write_text_aside
 from skipview.platform.studies.matrix import ENSEMBLE, HOURS, SENTENCES_SEEN, Column
 from skipview.platform.studies.report import RunRecord, Stat, latest, read_records
+from skipview.platform.studies.study import BORROWED_FROM
 
 USIF = "fasttext-usif"
+# a run's settings that name its data: they differ between sizes by design
+SIZE_PARAMS = {"matrix.cell", "train.corpus", "train.wordvecs", "reference.wordvecs"}
 STSB = "stsb_unsup"
 METRICS = Path("metrics")
 # The paper's corpora (multi-view paper, Table 1) and its margins there (Table 3: STS12-16 and SICK-R, Pearson x100),
@@ -100,7 +104,8 @@ class Curve:
         self.trained = [c.name.rsplit(".", 1)[0] for c in study.parts[0].matrix.cells]
         self.columns: dict[str, Column] = {c.name: c for c in study.matrix.columns}
         self.main = study.matrix.columns[0].name
-        self.records = {(r.cell, r.seed): r for r in records}
+        self.every = records              # two borrowed studies may each hold a uSIF of the same size and seed
+        self.records = {(r.cell, r.seed): r for r in latest(records)}
 
     def values(self, row: str, size: str, column: str) -> dict[int, float]:
         """Seed -> the row's ensemble in ``column`` at ``size``."""
@@ -115,19 +120,55 @@ class Curve:
     def spread(self, row: str, size: str, column: str) -> Stat:
         return Stat(list(self.values(row, size, column).values()))
 
-    def usif(self, size: str, column: str) -> float | None:
-        found = self.values(USIF, size, column)
-        return next(iter(found.values()), None)
+    def usifs(self, size: str, column: str) -> dict[str, float]:
+        """uSIF at ``size`` on each set of word vectors it was computed on (their hash, from the record's lineage):
+        one, unless the size was continued on a machine that trained its fastText vectors anew, or borrowed from
+        studies that each trained their own."""
+        found = {}
+        for record in self.every:
+            if record.cell == f"{USIF}.{size}":
+                value, _ = self.columns[column].value(ENSEMBLE, record.metrics)
+                if value is not None:
+                    found[vectors(record)] = value
+        return found
+
+    def usif(self, size: str, column: str) -> str | None:
+        """uSIF at ``size`` as the tables show it: its value, or each vectors' value where there are several."""
+        found = self.usifs(size, column)
+        return " / ".join(f"{value:.2f}" for value in found.values()) if found else None
+
+    def margins(self, row: str, size: str, column: str) -> dict[int, float | None]:
+        """Seed -> the row's value minus uSIF on the same word vectors (None: no uSIF on its vectors)."""
+        usifs = self.usifs(size, column)
+        return {seed: (value - usifs[vectors(self.records[(f"{row}.{size}", seed)])]
+                       if vectors(self.records[(f"{row}.{size}", seed)]) in usifs else None)
+                for seed, value in self.values(row, size, column).items()}
 
     def margin(self, row: str, size: str, column: str) -> Stat:
-        usif = self.usif(size, column)
-        return Stat([] if usif is None else list(v - usif for v in self.values(row, size, column).values()))
+        return Stat([m for m in self.margins(row, size, column).values() if m is not None])
 
-    def vector_sets(self, size: str) -> set[str]:
-        """The word vectors (their hash, from each record's lineage) the records of ``size`` were made on: one set,
-        unless the size was continued on a machine that trained its fastText vectors anew."""
-        return {r.lineage.get("wordvecs.hash", "unknown") for (cell, _), r in self.records.items()
-                if cell.rsplit(".", 1)[-1] == size}
+    def unpaired(self, size: str) -> list[str]:
+        """The trained runs of ``size`` whose word vectors have no uSIF (left out of the margins)."""
+        return [f"`{row}` seed {seed}" for row in self.trained
+                for seed, m in self.margins(row, size, self.main).items() if m is None]
+
+    def borrowed(self, size: str) -> dict[str, list[str]]:
+        """Study -> the training settings its borrowed records of ``size`` differ in from this study's own records
+        of the same rows at other sizes (the data a size reads aside): what a reader must know to mix them."""
+        found: dict[str, set[str]] = {}
+        for (cell, seed), record in self.records.items():
+            row, at = cell.rsplit(".", 1)
+            source = record.lineage.get(BORROWED_FROM)
+            if at != size or source is None:
+                continue
+            own = next((r for (c, s), r in self.records.items() if c.rsplit(".", 1)[0] == row and s == seed
+                        and BORROWED_FROM not in r.lineage), None)
+            differ = found.setdefault(source, set())
+            if own is not None:
+                differ |= {f"{key} ({record.params.get(key)} there, {own.params.get(key)} here)"
+                           for key in set(record.params) | set(own.params)
+                           if key not in SIZE_PARAMS and record.params.get(key) != own.params.get(key)}
+        return {source: sorted(differ) for source, differ in sorted(found.items())}
 
     def cost(self, row: str, size: str) -> dict[str, Stat]:
         """CPU hours (train/hours x the cores each run held) and sentences/s of training, per seed."""
@@ -148,13 +189,20 @@ class Curve:
         return fit_trend(points, PAPER_CORPORA)
 
 
-def cut_sentences(corpus: str, sizes: list[str]) -> dict[str, int | None]:
-    """Each cut's sentences from its statistics (dvc.yaml's curve_cut writes them); None before it is cut."""
-    found = {}
+def vectors(record: RunRecord) -> str:
+    return record.lineage.get("wordvecs.hash", "unknown")
+
+
+def cut_sentences(corpus: str, sizes: list[str], borrowed: Iterable[str] = ()) -> dict[str, int | None]:
+    """Each cut's sentences from its statistics (dvc.yaml's curve_cut writes them); None before it is cut. A
+    borrowed size is the whole corpus the cuts come from (the borrowed studies trained on it): every cut's
+    statistics count its sentences (``source_sentences``)."""
+    found, source = {}, None
     for size in sizes:
         path = METRICS / corpus / size / "cut.json"
-        found[size] = json.loads(path.read_text())["sentences"] if path.is_file() else None
-    return found
+        stats = json.loads(path.read_text()) if path.is_file() else {}
+        found[size], source = stats.get("sentences"), stats.get("source_sentences", source)
+    return {size: source if size in borrowed else n for size, n in found.items()}
 
 
 def objective_of(curve: Curve, row: str) -> str:
@@ -193,12 +241,22 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     if missing:
         lines += [f"**Not measured yet** ({len(missing)} of {len(curve.sizes) * len(curve.rows)} row-size pairs; "
                   f"a trained row counts as measured from its first seed): " + ", ".join(missing) + ".", ""]
-    mixed = [size for size in curve.sizes if len(curve.vector_sets(size)) > 1]
-    if mixed:
-        lines += [f"**Made on different word vectors**: {', '.join(mixed)}: the records of each were made on more "
-                  "than one fastText run of the same cut (a machine that trained its vectors anew), so the margins "
-                  "there compare some seeds with a uSIF of other vectors.", ""]
-    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine(), "mixed_vectors": mixed}
+    for size in curve.sizes:
+        for source, differ in curve.borrowed(size).items():
+            lines += [f"**{size} is borrowed** from `{source}` (`borrow` in the study file): its records of these "
+                      "rows, trained on the whole corpus and its own fastText vectors, never trained here. Their "
+                      "settings differ from this study's own runs of the same rows and seeds in: "
+                      + ("; ".join(differ) or "nothing but the data") + ".", ""]
+    unpaired = {size: curve.unpaired(size) for size in curve.sizes if curve.unpaired(size)}
+    for size, runs in unpaired.items():
+        lines += [f"**No uSIF on the same vectors** at {size}: {', '.join(runs)} (a machine that trained the cut's "
+                  "fastText vectors anew): left out of the margins until uSIF is computed on those vectors.", ""]
+    several = [size for size in curve.sizes if len(curve.usifs(size, main)) > 1]
+    if several:
+        lines += [f"**Several word vectors** at {', '.join(several)}: uSIF is shown on each; every run's margin is "
+                  "over uSIF on its own vectors.", ""]
+    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine(), "unpaired": unpaired,
+                            "borrowed": {size: curve.borrowed(size) for size in curve.sizes if curve.borrowed(size)}}
     for title, column in ((main_title, main), (stsb_title, STSB)):
         lines += [f"## {title}", "", "| row | " + " | ".join(f"{s} ({sizes_label[s]})" for s in curve.sizes)
                   + " |", "|---" * (len(curve.sizes) + 1) + "|"]
@@ -207,7 +265,7 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
                          + " |")
         lines.append("")
     lines += ["## Margin over uSIF on the same vectors", "",
-              f"Each seed's {main_title} minus uSIF's on the same cut. *Above beyond its seed spread*: the mean margin "
+              f"Each seed's {main_title} minus uSIF's on the same word vectors. *Above beyond its seed spread*: the mean margin "
               "exceeds the row's std over seeds (the rule the study reports judge claims by); *tie*: inside it.", "",
               "| size | cut | uSIF | " + " | ".join(curve.trained) + " |",
               "|---" * (len(curve.trained) + 3) + "|"]
@@ -219,8 +277,9 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
             cells.append("not measured" if not margin.values else f"{text(margin, seeds)}: {verdict(margin)}")
             data["sizes"].setdefault(size, {"sentences": curve.sentences.get(size), "rows": {}})["rows"][row] = {
                 "margin": as_json(margin), "verdict": verdict(margin)}
-        data["sizes"].setdefault(size, {"sentences": curve.sentences.get(size), "rows": {}})["usif"] = usif
-        lines.append(f"| {size} | {sizes_label[size]} | {'not measured' if usif is None else f'{usif:.2f}'} | "
+        data["sizes"].setdefault(size, {"sentences": curve.sentences.get(size), "rows": {}})["usif"] = \
+            curve.usifs(size, main)
+        lines.append(f"| {size} | {sizes_label[size]} | {usif or 'not measured'} | "
                      + " | ".join(cells) + " |")
     lines.append("")
     for size in curve.sizes:
@@ -296,11 +355,10 @@ def tables(curve: Curve) -> tuple[str, str]:
             for seed, value in main.items():
                 rows_csv.writerow([curve.sentences[size], size, row, seed, f"{value:.4f}",
                                    f"{stsb[seed]:.4f}" if seed in stsb else ""])
-        usif = curve.usif(size, curve.main)
         for row in curve.trained:
-            for seed, value in curve.values(row, size, curve.main).items():
-                if usif is not None:
-                    margins_csv.writerow([curve.sentences[size], size, row, seed, f"{value - usif:.4f}"])
+            for seed, margin in curve.margins(row, size, curve.main).items():
+                if margin is not None:
+                    margins_csv.writerow([curve.sentences[size], size, row, seed, f"{margin:.4f}"])
     return rows_out.getvalue(), margins_out.getvalue()
 
 
@@ -374,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     if not study.spec.sizes:
         print(f"error: {study.path}: no `sizes`: not a learning curve", file=sys.stderr)
         return 1
-    curve = Curve(study, latest(read_records(study.report_dir)), cut_sentences(study.spec.corpus, study.spec.sizes))
+    curve = Curve(study, [*read_records(study.report_dir), *study.borrowed_records()],
+                  cut_sentences(study.spec.corpus, study.spec.sizes, study.spec.borrow))
     text, data = render(curve)
     rows_csv, margins_csv = tables(curve)
     write_text_aside(study.report_dir / "curve.md", text)

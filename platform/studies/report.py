@@ -441,14 +441,15 @@ def _with_measured(run: RunRecord, measured: Measured | None) -> RunRecord:
 
 
 def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, references: bool = True,
-                 records: bool = False, measured_elsewhere: Mapping[tuple[str, int], Measured] = {}
-                 ) -> dict[str, Path]:
+                 records: bool = False, measured_elsewhere: Mapping[tuple[str, int], Measured] = {},
+                 borrowed: Iterable[RunRecord] = ()) -> dict[str, Path]:
     """Write ``ablation.md``, ``ablation.png`` and ``ablation_summary.json`` under ``out_dir``, and the training
     curves (``ablation_curves.png`` / ``.json``) when the runs logged any; return the paths. ``records``: also
     read the run records committed under ``out_dir/runs`` and write one for every run MLflow has (a study's
     report; without, the report reads MLflow alone). ``measured_elsewhere``: metrics of a (cell, seed) that a
     study's analysis measured of the same model (its supervised tasks), added to the run's own, which win; left out
-    where the run is newer than the measurement (the (cell, seed) was trained again since)."""
+    where the run is newer than the measurement (the (cell, seed) was trained again since). ``borrowed``: records
+    other studies ran for this one (``Study.borrowed_records``), read beside the committed ones, never written."""
     out_dir = Path(out_dir)
     try:
         tracked = find_runs(client, experiment)
@@ -458,7 +459,7 @@ def build_report(client, experiment: str, matrix: Matrix, out_dir: str | Path, r
         tracked = []
     if records:                 # the committed records then hold every run, in one (portable) form
         write_records(tracked, out_dir)
-    runs = latest(read_records(out_dir)) if records else tracked
+    runs = latest([*read_records(out_dir), *borrowed]) if records else tracked
     runs = [_with_measured(run, measured_elsewhere.get((run.cell, run.seed))) for run in runs]
     if not runs:
         raise LookupError(f"experiment {experiment!r} has no finished run tagged {STUDY_TAG}={STUDY}")

@@ -13,6 +13,9 @@ Keys of a study file (every one is checked; an unknown or bad key is an error na
 ``sizes``           a learning curve: the corpus is nested cuts (``data/<corpus>/prepared/<size>``,
                     ``data/<corpus>/wordvecs/<size>``; ``skipview data cut``) and every row runs on each cut with the
                     same settings, as ``<row>.<size>`` (``Matrix.at_size``; ``study run --sizes`` runs some of them).
+``borrow``          a learning curve's sizes that other studies (files beside this one) already ran with the same rows
+                    and settings: ``{all: [table6_trained]}`` reads their records of this study's rows as
+                    ``<row>.<size>`` (``Study.borrowed_records``) and never trains that size.
 ``config``          base training settings (a YAML file as for ``skipview train --config``; a search's
                     ``best_config.yaml``, which DVC then runs first), optional.
 ``settings``        typed overrides of the base, dotted keys (``objective_settings.hidden_size: 256``).
@@ -39,7 +42,7 @@ study's own text).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skipview.platform.studies.analyses import Analysis, Step, check_rows, commands
 from skipview.platform.studies.matrix import CATALOGUE, Matrix, Rows, load_catalogue, pick
+from skipview.platform.studies.report import RunRecord, read_records
 from skipview.platform.studies.runner import Plan, StudySettings, cell_settings, load_base, train_run
 from skipview.platform.training.config import TrainSettings
 from skipview.platform.yaml_source import describe, load_model, load_with_lines, written
@@ -58,6 +62,7 @@ DVC_INDEX = STUDIES_DIR / "index.yaml"
 ANALYSES_CODE = "models"              # an analysis's input when it reads no model from outside the study
 UNSUPERVISED_COLUMNS = ("sts_avg", "sts12", "sts13", "sts14", "sickr_unsup", "stsb_unsup")
 SIDE = r"^[^/]+/[^/]+$"
+BORROWED_FROM = "borrowed_from"       # the lineage key of a borrowed record: the study that ran it
 
 
 class StudyError(ValueError):
@@ -78,6 +83,7 @@ class StudyFile(Plan):
     question: str = Field(min_length=1)
     corpus: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     sizes: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]] = []
+    borrow: dict[str, list[str]] = {}
     config: str | None = None
     settings: dict[str, Any] = {}
     cells: list[str] = Field(min_length=1)
@@ -115,6 +121,20 @@ class Study:
     @property
     def report_dir(self) -> Path:
         return REPORTS / self.name
+
+    @property
+    def own_parts(self) -> list[Part]:
+        """The parts this study trains: every part but the sizes it borrows."""
+        return [part for part in self.parts if part.size not in self.spec.borrow]
+
+    def borrowed_records(self) -> list[RunRecord]:
+        """The run records of the sizes the study borrows: each named study's records of this study's rows,
+        renamed ``<row>.<size>``, their lineage naming the study they come from (``borrowed_from``). Every record
+        is kept, a baseline that two studies measured on their own vectors included (see ``learning_curve``)."""
+        rows = set(self.spec.cells)
+        return [replace(record, cell=f"{record.cell}.{size}", lineage={**record.lineage, BORROWED_FROM: name})
+                for size, names in self.spec.borrow.items() for name in names
+                for record in read_records(REPORTS / name) if record.cell in rows]
 
     def settings(self, *, seeds: int | None = None, first_seed: int = 0, storage: str = "runs") -> StudySettings:
         plan = self.spec.model_dump(include=set(Plan.model_fields))
@@ -171,6 +191,12 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
     def fail(at: tuple[str, ...], why: str) -> StudyError:
         return StudyError(describe(path, lines, [(at, why)]))
 
+    for size, names in spec.borrow.items():
+        if size not in spec.sizes:
+            raise fail(("borrow", size), f"not one of the study's sizes ({', '.join(spec.sizes) or 'none'})")
+        for name in names:
+            if name == path.stem or not (path.parent / f"{name}.yaml").is_file():
+                raise fail(("borrow", size), f"{name}: no other study file {name}.yaml beside this one")
     if spec.warm_start and not (path.parent / f"{spec.warm_start}.yaml").is_file():
         raise fail(("warm_start",), f"no study file {spec.warm_start}.yaml beside this one: a study continues "
                                     f"another study's runs")

@@ -14,7 +14,7 @@ from skipview.platform.studies import learning_curve
 from skipview.platform.studies.matrix import Rows, load_catalogue, pick
 from skipview.platform.studies.report import RunRecord
 from skipview.platform.studies.runner import cell_settings
-from skipview.platform.studies.study import load_study
+from skipview.platform.studies.study import StudyError, load_study
 
 REPO = Path(__file__).parents[3]
 CURVE = """\
@@ -84,10 +84,11 @@ def _repo_with_curve(tmp_path: Path) -> Path:
 
 
 def _record(folder: Path, cell: str, seed: int, sts: float, hours: float = 0.0, seen: float = 0.0,
-            vectors: str = "vectors-sha256:a") -> None:
+            vectors: str = "vectors-sha256:a", params: dict | None = None) -> None:
     metrics = {f"ensemble/{task}.pearson.mean": sts for task in ("sts12", "sts13", "sts14", "sickr_unsup")}
     metrics.update({"ensemble/stsb_unsup.pearson.mean": sts - 1, "train/hours": hours, "train/sentences_seen": seen})
-    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, {}, {}, {"wordvecs.hash": vectors})
+    params = {"train.precision": "fp32", "train.corpus": f"data/{cell}", "matrix.cell": cell, **(params or {})}
+    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, params, {}, {"wordvecs.hash": vectors})
     folder.mkdir(parents=True, exist_ok=True)
     (folder / record.file_name).write_text(json.dumps(record.as_json()))
 
@@ -124,15 +125,74 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
     assert small["disc-fg"]["margin"]["mean"] == pytest.approx(-3 + 0.5 * math.log(1e4))
     assert small["disc-fg"]["verdict"] == "above beyond its seed spread"
     assert small["gen-invertible"]["verdict"] == "below beyond its seed spread"      # -0.8 +- 0.2
-    assert data["sizes"]["medium"]["rows"]["gen-invertible"]["verdict"] == "above (one seed: no spread yet)"
+    # its vectors have no uSIF: no margin, rather than one over a uSIF of other vectors
+    assert data["sizes"]["medium"]["rows"]["gen-invertible"]["verdict"] == "not measured"
+    assert data["unpaired"] == {"medium": ["`gen-invertible` seed 0"]}
     assert small["disc-fg"]["sentences_per_s"]["mean"] == pytest.approx(3 * 1e4 / (1e4 / 1e6 * 3600))
     text = (out / "curve.md").read_text()
-    assert "`gen-invertible`: no trend: fewer than 3 sizes measured (2 so far)" in text
+    assert "`gen-invertible`: no trend: fewer than 3 sizes measured (1 so far)" in text
     assert "**Not measured yet**" in text and "`disc-fg` at all" in text and "`gen-invertible` at large" in text
     assert "- small: `disc-fg` above uSIF beyond its seed spread" in text
     assert "- all: no trained row measured yet" in text
     assert "A prediction, not a measurement." in text
-    assert "**Made on different word vectors**: medium:" in text and data["mixed_vectors"] == ["medium"]
+    assert "**No uSIF on the same vectors** at medium: `gen-invertible` seed 0" in text
     assert (out / "curve.png").stat().st_size > 0 and (out / "margin.png").stat().st_size > 0
     lines = (out / "margin.csv").read_text().splitlines()
-    assert lines[0] == "sentences,size,row,seed,margin" and len(lines) == 1 + 9 + 4
+    assert lines[0] == "sentences,size,row,seed,margin" and len(lines) == 1 + 9 + 3
+
+
+def test_a_borrowed_size_reads_other_studies_records_pairs_each_run_with_usif_on_its_vectors_and_is_never_trained(
+        tmp_path, monkeypatch, capsys):
+    root = _repo_with_curve(tmp_path)
+    monkeypatch.chdir(root)
+    curve = root / "studies" / "curve.yaml"
+    curve.write_text(CURVE + "borrow:\n  all: [full, full_gg]\n")
+    for name in ("full", "full_gg"):
+        (root / "studies" / f"{name}.yaml").write_text(CURVE.replace("sizes: [small, medium, large, all]\n", ""))
+    (root / "metrics" / "toy_curve" / "small").mkdir(parents=True)
+    (root / "metrics" / "toy_curve" / "small" / "cut.json").write_text(
+        json.dumps({"sentences": 10_000, "source_sentences": 1_000_000}))
+    runs = root / "reports" / "curve" / "runs"
+    _record(runs, "fasttext-usif.small", 0, 50.0)
+    _record(runs, "disc-fg.small", 0, 49.0)
+    # two studies of the full corpus, each with its own vectors and its own uSIF on them
+    for seed in range(3):
+        _record(root / "reports" / "full" / "runs", "disc-fg", seed, 61.0 + seed, vectors="c",
+                params={"train.precision": "bf16"})
+        _record(root / "reports" / "full_gg" / "runs", "gen-invertible", seed, 63.0, vectors="d")
+    _record(root / "reports" / "full" / "runs", "fasttext-usif", 0, 62.0, vectors="c")
+    _record(root / "reports" / "full" / "runs", "disc-ff", 0, 99.0, vectors="c")          # not a row of the curve
+    _record(root / "reports" / "full_gg" / "runs", "fasttext-usif", 0, 62.5, vectors="d")
+
+    study = load_study(curve)
+    assert [part.size for part in study.own_parts] == ["small", "medium", "large"]
+    borrowed = study.borrowed_records()
+    assert sorted({r.cell for r in borrowed}) == ["disc-fg.all", "fasttext-usif.all", "gen-invertible.all"]
+    assert {r.lineage["borrowed_from"] for r in borrowed if r.cell == "gen-invertible.all"} == {"full_gg"}
+
+    assert learning_curve.main(["curve"]) == 0
+    data = json.loads((root / "reports" / "curve" / "curve.json").read_text())
+    at_all = data["sizes"]["all"]
+    assert at_all["sentences"] == 1_000_000 and at_all["usif"] == {"c": 62.0, "d": 62.5}
+    assert at_all["rows"]["disc-fg"]["margin"]["values"] == [-1.0, 0.0, 1.0]          # over uSIF on c
+    assert at_all["rows"]["gen-invertible"]["margin"]["values"] == [0.5, 0.5, 0.5]     # over uSIF on d
+    assert data["borrowed"]["all"] == {"full": ["train.precision (bf16 there, fp32 here)"], "full_gg": []}
+    text = (root / "reports" / "curve" / "curve.md").read_text()
+    assert "**all is borrowed** from `full`" in text and "| all | 1,000,000 sentences | 62.00 / 62.50 |" in text
+
+    assert run(["study", "run", str(curve), "--sizes", "all"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: skipview study run: Invalid value: all: borrowed from full, full_gg, never "
+                           "trained by ")
+
+
+def test_a_borrowed_size_must_be_a_size_and_name_another_study(tmp_path, monkeypatch):
+    root = _repo_with_curve(tmp_path)
+    monkeypatch.chdir(root)
+    curve = root / "studies" / "curve.yaml"
+    for borrow, why in (("{huge: [curve]}", "borrow.huge: not one of the study's sizes"),
+                        ("{all: [curve]}", "curve: no other study file curve.yaml beside this one"),
+                        ("{all: [missing]}", "missing: no other study file missing.yaml beside this one")):
+        curve.write_text(CURVE + f"borrow: {borrow}\n")
+        with pytest.raises(StudyError, match=why.split(": ", 1)[-1].replace(".", r"\.")):
+            load_study(curve)
