@@ -205,8 +205,8 @@ def cut_sentences(corpus: str, sizes: list[str], borrowed: Iterable[str] = ()) -
     return {size: source if size in borrowed else n for size, n in found.items()}
 
 
-def objective_of(curve: Curve, row: str) -> str:
-    cell = next(c for c in curve.study.parts[0].matrix.cells if c.name.rsplit(".", 1)[0] == row)
+def objective_of_cell(study, row: str) -> str:
+    cell = next(c for c in study.parts[0].matrix.cells if c.name.rsplit(".", 1)[0] == row)
     return "generative" if cell.objective == "gen" else "discriminative"
 
 
@@ -302,7 +302,7 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
                          f"({sum(bool(curve.margin(row, s, main).values) for s in curve.sizes)} so far).")
             continue
         fitted = True
-        kind = objective_of(curve, row)
+        kind = objective_of_cell(curve.study, row)
         parts = []
         for corpus, p in trend["predictions"].items():
             name, model, baseline = PAPER_MARGINS[(kind, corpus)]
@@ -339,6 +339,35 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
               f"{data['machine']}. The run records' `lineage.git_commit` names the code of each run.", "",
               "![the curve](curve.png)", "", "![the margin](margin.png)", ""]
     return "\n".join(lines), data
+
+
+def readme_table(study) -> str | None:
+    """The README's lines for a learning curve, from its committed ``curve.json`` (None before it has one): each
+    trained row's margin over uSIF at each size and the trend's prediction at BookCorpus size beside the paper's."""
+    path = study.report_dir / "curve.json"
+    if not path.is_file():
+        return None
+    data, report = json.loads(path.read_text()), (study.report_dir / "curve.md").as_posix()
+    sizes = [size for size in study.spec.sizes if data["sizes"].get(size, {}).get("sentences")]
+    corpus = "BookCorpus"
+    lines = ["| trained row: margin over uSIF, ×100 | " + " | ".join(
+                 f"{data['sizes'][size]['sentences'] / 1e6:.2f}M sentences" for size in sizes)
+             + f" | predicted at {corpus} size ({PAPER_CORPORA[corpus] / 1e6:.0f}M), 95% | paper at {corpus} |",
+             "|---" * (len(sizes) + 3) + "|"]
+    for row, trend in data["trends"].items():
+        margins = [Stat(data["sizes"][size]["rows"][row]["margin"]["values"]) for size in sizes]
+        kind = objective_of_cell(study, row)
+        name, model, baseline = PAPER_MARGINS[(kind, corpus)]
+        prediction = "no trend yet (fewer than 3 sizes)" if trend is None else \
+            "{margin:+.1f} [{low:+.1f}, {high:+.1f}]".format(**trend["predictions"][corpus])
+        lines.append(f"| `{row}` | " + " | ".join(f"{m.mean:+.2f}" + (f" ± {m.std:.2f}" if m.std is not None else
+                                                                      " (n=1)") if m.values else "not yet"
+                                                  for m in margins)
+                     + f" | {prediction} | {name}: {model - baseline:+.1f} over fastText + WR |")
+    return (f"How the trained models' lead over uSIF on the same vectors grows with data ([{study.name}]({report}), "
+            "the same settings at every size, mean ± std over seeds). The prediction is a log-linear fit "
+            "extrapolated two decades past the data, **not a measurement**; its report says what moves it.\n\n"
+            + "\n".join(lines) + "\n")
 
 
 def tables(curve: Curve) -> tuple[str, str]:

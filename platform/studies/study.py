@@ -337,6 +337,12 @@ def render_readme_results(studies: list[Study]) -> str:
     lines += ["", f"The paper's Table 6 directions at this size ([{PAPER_STUDY}]({_report(by_name[PAPER_STUDY])})): "
               f"{paper['claims_measured']} measured, {paper['claims_reproduced']} reproduced, "
               f"{paper['claims_tied']} ties, {paper['claims_reversed']} reversed."]
+    from skipview.platform.studies.learning_curve import readme_table       # it imports this module
+
+    for study in studies:
+        curve = readme_table(study) if study.spec.sizes else None
+        if curve is not None:
+            lines += ["", curve.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

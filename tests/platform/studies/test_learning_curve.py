@@ -179,6 +179,12 @@ def test_a_borrowed_size_reads_other_studies_records_pairs_each_run_with_usif_on
     assert data["borrowed"]["all"] == {"full": ["train.precision (bf16 there, fp32 here)"], "full_gg": []}
     text = (root / "reports" / "curve" / "curve.md").read_text()
     assert "**all is borrowed** from `full`" in text and "| all | 1,000,000 sentences | 62.00 / 62.50 |" in text
+    # the README's lines: the sizes measured, each row's margin, the prediction (none: two sizes only)
+    readme = learning_curve.readme_table(study).splitlines()
+    assert readme[2] == ("| trained row: margin over uSIF, ×100 | 0.01M sentences | 1.00M sentences | predicted at "
+                         "BookCorpus size (74M), 95% | paper at BookCorpus |")
+    assert readme[4] == "| `disc-fg` | -1.00 (n=1) | +0.00 ± 1.00 | no trend yet (fewer than 3 sizes) | D1: +2.1 over " \
+                        "fastText + WR |"
 
     assert run(["study", "run", str(curve), "--sizes", "all"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
