@@ -335,6 +335,9 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
                      + " | ".join(text(c["sentences_per_s"], seeds, 0) for c in costs) + " |")
         for size, cost in zip(curve.sizes, costs):
             data["sizes"][size]["rows"][row].update({key: as_json(value) for key, value in cost.items()})
+    if data["borrowed"]:
+        lines += ["", f"The costs at {', '.join(data['borrowed'])} are the borrowed studies' own: their precision and "
+                  "machine (above), not this study's."]
     lines += ["", f"The records do not name the CPU that trained them; this report was generated on: "
               f"{data['machine']}. The run records' `lineage.git_commit` names the code of each run.", "",
               "![the curve](curve.png)", "", "![the margin](margin.png)", ""]
