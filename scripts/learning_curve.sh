@@ -2,12 +2,14 @@
 # The learning curve of issue 48 (studies/learning_curve.yaml), run or continued, smallest size first: for each size,
 # its cut and fastText vectors (dvc.yaml's curve_cut and curve_wordvecs, and what they need), then every
 # (row, seed) of that size without a run record (`skipview study run --sizes`, one thread a model, one model at a
-# time), then the curve's report (reports/learning_curve/curve.md) from every record landed so far. Rerun it to
-# continue: a finished (row, size, seed) is its record under reports/learning_curve/runs/ and is not trained again;
-# an interrupted model resumes from its last checkpoint. `dvc repro reports/dvc.yaml:study@learning_curve
-# dvc.yaml:curve_report` reproduces the same from scratch, but makes every size's vectors before any training.
-# On another machine the cuts come out byte-identical but fastText's vectors anew (it is not bit-reproducible): the
-# curve's report says where one size's records were made on different vectors.
+# time), then the curve's report (reports/learning_curve/curve.md) and the README's results from every record landed
+# so far. The sizes the study borrows (`borrow`: all 1.18M) are read from other studies' records, never trained.
+# Rerun it to continue: a finished (row, size, seed) is its record under reports/learning_curve/runs/ and is not
+# trained again; an interrupted model resumes from its last checkpoint. `dvc repro
+# reports/dvc.yaml:study@learning_curve dvc.yaml:curve_report` reproduces the same from scratch, but makes every
+# size's vectors before any training. On another machine the cuts come out byte-identical but fastText's vectors
+# anew (it is not bit-reproducible): each run's margin is over the uSIF on its own vectors, and the report names a
+# run whose vectors have none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" OMP_NUM_THREADS=1
@@ -24,4 +26,5 @@ for size in $sizes; do
   done
   skipview study run learning_curve --sizes "$size"
   python -m skipview.platform.studies.learning_curve learning_curve
+  skipview study index          # the README's results end with the curve (checked by tests/platform/studies/test_study.py)
 done
