@@ -363,9 +363,9 @@ def readme_table(study) -> str | None:
         name, model, baseline = PAPER_MARGINS[(kind, corpus)]
         prediction = "no trend yet (fewer than 3 sizes)" if trend is None else \
             "{margin:+.1f} [{low:+.1f}, {high:+.1f}]".format(**trend["predictions"][corpus])
-        lines.append(f"| `{row}` | " + " | ".join(f"{m.mean:+.2f}" + (f" ± {m.std:.2f}" if m.std is not None else
-                                                                      " (n=1)") if m.values else "not yet"
-                                                  for m in margins)
+        lines.append(f"| `{row}` | " + " | ".join(f"{m.mean:+.2f}" + (f" ± {m.std:.2f}" if m.std is not None else "")
+                                                  + (f" (n={m.n})" if m.n < study.spec.seeds else "")
+                                                  if m.values else "not yet" for m in margins)
                      + f" | {prediction} | {name}: {model - baseline:+.1f} over fastText + WR |")
     return (f"How the trained models' lead over uSIF on the same vectors grows with data ([{study.name}]({report}), "
             "the same settings at every size, mean ± std over seeds). The prediction is a log-linear fit "
