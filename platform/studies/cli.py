@@ -170,9 +170,11 @@ def study_index(check: bool = typer.Option(False, help="exit 1 if reports/INDEX.
     from skipview.platform.studies.study import (DVC_INDEX, INDEX, README, StudyError, render_dvc_index,
                                                  render_index, render_readme_results, study_paths, with_readme_results)
 
+    from skipview.platform.studies.learning_curve import readme_tables
+
     studies = [_load(str(path)) for path in study_paths()]
     try:
-        readme = with_readme_results(README.read_text(), render_readme_results(studies))
+        readme = with_readme_results(README.read_text(), render_readme_results(studies, readme_tables(studies)))
     except StudyError as error:
         raise typer.BadParameter(one_line(error)) from error
     stale = []

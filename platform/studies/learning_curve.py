@@ -30,8 +30,7 @@ from typing import Any
 
 from skipview.platform.files import write_aside, write_json_aside, write_text_aside
 from skipview.platform.studies.matrix import ENSEMBLE, HOURS, SENTENCES_SEEN, Column
-from skipview.platform.studies.report import RunRecord, Stat, latest, read_records
-from skipview.platform.studies.study import BORROWED_FROM
+from skipview.platform.studies.report import BORROWED_FROM, RunRecord, Stat, latest, read_records
 
 USIF = "fasttext-usif"
 # a run's settings that name its data: they differ between sizes by design
@@ -140,9 +139,9 @@ class Curve:
     def margins(self, row: str, size: str, column: str) -> dict[int, float | None]:
         """Seed -> the row's value minus uSIF on the same word vectors (None: no uSIF on its vectors)."""
         usifs = self.usifs(size, column)
-        return {seed: (value - usifs[vectors(self.records[(f"{row}.{size}", seed)])]
-                       if vectors(self.records[(f"{row}.{size}", seed)]) in usifs else None)
-                for seed, value in self.values(row, size, column).items()}
+        values = self.values(row, size, column)
+        own = {seed: usifs.get(vectors(self.records[(f"{row}.{size}", seed)])) for seed in values}
+        return {seed: None if own[seed] is None else value - own[seed] for seed, value in values.items()}
 
     def margin(self, row: str, size: str, column: str) -> Stat:
         return Stat([m for m in self.margins(row, size, column).values() if m is not None])
@@ -241,13 +240,14 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     if missing:
         lines += [f"**Not measured yet** ({len(missing)} of {len(curve.sizes) * len(curve.rows)} row-size pairs; "
                   f"a trained row counts as measured from its first seed): " + ", ".join(missing) + ".", ""]
-    for size in curve.sizes:
-        for source, differ in curve.borrowed(size).items():
+    borrowed = {size: found for size in curve.sizes if (found := curve.borrowed(size))}
+    for size, sources in borrowed.items():
+        for source, differ in sources.items():
             lines += [f"**{size} is borrowed** from `{source}` (`borrow` in the study file): its records of these "
                       "rows, trained on the whole corpus and its own fastText vectors, never trained here. Their "
                       "settings differ from this study's own runs of the same rows and seeds in: "
                       + ("; ".join(differ) or "nothing but the data") + ".", ""]
-    unpaired = {size: curve.unpaired(size) for size in curve.sizes if curve.unpaired(size)}
+    unpaired = {size: runs for size in curve.sizes if (runs := curve.unpaired(size))}
     for size, runs in unpaired.items():
         lines += [f"**No uSIF on the same vectors** at {size}: {', '.join(runs)} (a machine that trained the cut's "
                   "fastText vectors anew): left out of the margins until uSIF is computed on those vectors.", ""]
@@ -256,7 +256,7 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
         lines += [f"**Several word vectors** at {', '.join(several)}: uSIF is shown on each; every run's margin is "
                   "over uSIF on its own vectors.", ""]
     data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine(), "unpaired": unpaired,
-                            "borrowed": {size: curve.borrowed(size) for size in curve.sizes if curve.borrowed(size)}}
+                            "borrowed": borrowed}
     for title, column in ((main_title, main), (stsb_title, STSB)):
         lines += [f"## {title}", "", "| row | " + " | ".join(f"{s} ({sizes_label[s]})" for s in curve.sizes)
                   + " |", "|---" * (len(curve.sizes) + 1) + "|"]
@@ -265,8 +265,8 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
                          + " |")
         lines.append("")
     lines += ["## Margin over uSIF on the same vectors", "",
-              f"Each seed's {main_title} minus uSIF's on the same word vectors. *Above beyond its seed spread*: the mean margin "
-              "exceeds the row's std over seeds (the rule the study reports judge claims by); *tie*: inside it.", "",
+              f"Each seed's {main_title} minus uSIF's on the same word vectors. *Above beyond its seed spread*: the "
+              "mean margin exceeds the row's std over seeds (the rule the study reports judge claims by); *tie*: inside it.", "",
               "| size | cut | uSIF | " + " | ".join(curve.trained) + " |",
               "|---" * (len(curve.trained) + 3) + "|"]
     for size in curve.sizes:
@@ -371,6 +371,11 @@ def readme_table(study) -> str | None:
             "the same settings at every size, mean ± std over seeds). The prediction is a log-linear fit "
             "extrapolated two decades past the data, **not a measurement**; its report says what moves it.\n\n"
             + "\n".join(lines) + "\n")
+
+
+def readme_tables(studies) -> list[str]:
+    """``readme_table`` of every learning curve among ``studies`` that has a committed curve."""
+    return [table for study in studies if study.spec.sizes and (table := readme_table(study)) is not None]
 
 
 def tables(curve: Curve) -> tuple[str, str]:

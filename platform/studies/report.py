@@ -65,6 +65,7 @@ def _portable(values: Mapping[str, str]) -> dict[str, str]:
 RECORDS = "runs"        # the report directory's folder of committed run records
 # the tags that say which code and data a run used (tracking.lineage): a report warns when its rows differ in them
 LINEAGE = ("git_commit", "corpus.hash", "wordvecs.hash")
+BORROWED_FROM = "borrowed_from"       # the lineage key of a record another study ran (``Study.borrowed_records``)
 
 
 def write_records(runs: Iterable[RunRecord], out_dir: Path) -> None:

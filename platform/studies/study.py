@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skipview.platform.studies.analyses import Analysis, Step, check_rows, commands
 from skipview.platform.studies.matrix import CATALOGUE, Matrix, Rows, load_catalogue, pick
-from skipview.platform.studies.report import RunRecord, read_records
+from skipview.platform.studies.report import BORROWED_FROM, RunRecord, read_records
 from skipview.platform.studies.runner import Plan, StudySettings, cell_settings, load_base, train_run
 from skipview.platform.training.config import TrainSettings
 from skipview.platform.yaml_source import describe, load_model, load_with_lines, written
@@ -62,7 +62,6 @@ DVC_INDEX = STUDIES_DIR / "index.yaml"
 ANALYSES_CODE = "models"              # an analysis's input when it reads no model from outside the study
 UNSUPERVISED_COLUMNS = ("sts_avg", "sts12", "sts13", "sts14", "sickr_unsup", "stsb_unsup")
 SIDE = r"^[^/]+/[^/]+$"
-BORROWED_FROM = "borrowed_from"       # the lineage key of a borrowed record: the study that ran it
 
 
 class StudyError(ValueError):
@@ -318,8 +317,9 @@ SIF_ROW = "fasttext-sif/ensemble"
 RESULTS_COLUMN = "sts_avg"
 
 
-def render_readme_results(studies: list[Study]) -> str:
-    """The README's results table (the lines between RESULTS_BEGIN and RESULTS_END) from the committed summaries."""
+def render_readme_results(studies: list[Study], curves: list[str] = ()) -> str:
+    """The README's results table (the lines between RESULTS_BEGIN and RESULTS_END) from the committed summaries,
+    followed by ``curves`` (the learning curves' tables, ``learning_curve.readme_tables``)."""
     by_name = {study.name: study for study in studies}
     rows = [(by_name[PAPER_STUDY], side, label) for side, label in PAPER_ROWS.items()]
     over_seeds = [(row["value"]["mean"], study.name) for study in studies if (row := headline(study))
@@ -337,12 +337,8 @@ def render_readme_results(studies: list[Study]) -> str:
     lines += ["", f"The paper's Table 6 directions at this size ([{PAPER_STUDY}]({_report(by_name[PAPER_STUDY])})): "
               f"{paper['claims_measured']} measured, {paper['claims_reproduced']} reproduced, "
               f"{paper['claims_tied']} ties, {paper['claims_reversed']} reversed."]
-    from skipview.platform.studies.learning_curve import readme_table       # it imports this module
-
-    for study in studies:
-        curve = readme_table(study) if study.spec.sizes else None
-        if curve is not None:
-            lines += ["", curve.rstrip("\n")]
+    for curve in curves:
+        lines += ["", curve.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

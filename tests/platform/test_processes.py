@@ -22,8 +22,8 @@ print("ended")
 
 
 def test_a_pool_terminated_as_its_workers_start_ends_every_time():
-    """Before ``worker_pool`` held the stop signals across the fork, 50 such pools hung within a minute (a worker
-    ran the parent's handler, which swallowed terminate()'s SIGTERM, then waited forever on the locked task
-    queue); held, 50 end in about a second on this 2-core machine."""
+    """Before ``worker_pool`` held the stop signals across the fork, a loop of 50 such pools stuck until a signal
+    from outside (``timeout 60``'s, to the process group) killed the stuck worker (it had run the parent's handler,
+    which swallowed terminate()'s SIGTERM, then waited on the locked task queue); held, 50 end in about a second."""
     done = subprocess.run([sys.executable, "-c", ENDED_AT_ONCE, "50"], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "ended"), done.stderr[-2000:]

@@ -121,12 +121,13 @@ def test_the_index_quotes_each_studys_headline_from_its_summary(repo, tmp_path, 
 def test_the_committed_indexes_are_what_the_studies_give(repo):
     """reports/INDEX.md, README.md's results table and studies/index.yaml (what DVC's study stages iterate over)
     cannot go stale: they must equal what `skipview study index` writes from the study files."""
+    from skipview.platform.studies.learning_curve import readme_tables
     from skipview.platform.studies.study import DVC_INDEX, INDEX, README
 
     studies = [load_study(path) for path in study_paths()]
     assert INDEX.read_text() == render_index(studies), "run `skipview study index` and commit reports/INDEX.md"
     readme = README.read_text()
-    assert readme == with_readme_results(readme, render_readme_results(studies)), \
+    assert readme == with_readme_results(readme, render_readme_results(studies, readme_tables(studies))), \
         "run `skipview study index` and commit README.md"
     assert DVC_INDEX.read_text() == render_dvc_index(studies), "run `skipview study index`"
 
