@@ -1,5 +1,5 @@
 """A learning curve's report (a study with ``sizes``; issue 48), generated from what has landed: the study's
-committed run records and its cuts' statistics (``metrics/<corpus>/<size>/cut.json``, dvc.yaml's curve_cut).
+committed run records and its cuts' statistics (``metrics/<corpus>/<size>/cut.json``, reports/dvc.yaml's curve_cut).
 
 ``python -m skipview.platform.studies.learning_curve STUDY`` writes into ``reports/<study>/``:
 
@@ -10,8 +10,8 @@ committed run records and its cuts' statistics (``metrics/<corpus>/<size>/cut.js
   paper's own margins, with the assumptions that move it; each row's CPU hours and sentences/s; and what is not
   measured yet. A trend is fitted only to 3 sizes or more.
 * ``curve.json``: the same numbers; ``curve.csv`` (one line per row, size and seed) and ``margin.csv`` (trained rows)
-  for ``dvc plots`` (dvc.yaml's curve_report stage, template .dvc/plots/learning_curve.json: log x, mean and std);
-  ``curve.png`` and ``margin.png``.
+  for ``dvc plots`` (reports/dvc.yaml's curve_report stage, template .dvc/plots/learning_curve.json: log x, mean
+  and std); ``curve.png`` and ``margin.png``.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def vectors(record: RunRecord) -> str:
 
 
 def cut_sentences(corpus: str, sizes: list[str], borrowed: Iterable[str] = ()) -> dict[str, int | None]:
-    """Each cut's sentences from its statistics (dvc.yaml's curve_cut writes them); None before it is cut. A
+    """Each cut's sentences from its statistics (reports/dvc.yaml's curve_cut writes them); None before it is cut. A
     borrowed size is the whole corpus the cuts come from (the borrowed studies trained on it): every cut's
     statistics count its sentences (``source_sentences``)."""
     found, source = {}, None

@@ -1,6 +1,7 @@
-"""The learning curve's corpora (dvc.yaml's curve_cut and curve_wordvecs, `novels_news_curve` in params.yaml), run by
-real DVC on a fresh checkout with tiny data: every size is cut from the novels with the news and vectorised, each
-cut a prefix of the next; a second `dvc repro` does nothing; changing one size reruns that size's two stages only."""
+"""The learning curve's corpora (reports/dvc.yaml's curve_cut and curve_wordvecs, `novels_news_curve` in params.yaml),
+run by real DVC on a fresh checkout with tiny data: every size is cut from the novels with the news and vectorised,
+each cut a prefix of the next; a second `dvc repro` does nothing; changing one size reruns that size's two stages
+only; and the quick start's plain `dvc repro` (dvc.yaml) holds none of them."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def _documents(path: Path) -> list[list[tuple[str, ...]]]:
 
 def test_the_curve_corpora_are_nested_cuts_each_with_its_vectors(dvc_repo):
     repo, env = dvc_repo
-    first = run(DVC + ["repro", "dvc.yaml:curve_wordvecs"], repo, env)
-    cut_stages = {f"{stage}@{size}" for stage in ("curve_cut", "curve_wordvecs") for size in SIZES}
+    first = run(DVC + ["repro", "reports/dvc.yaml:curve_wordvecs"], repo, env)
+    cut_stages = {f"reports/dvc.yaml:{stage}@{size}" for stage in ("curve_cut", "curve_wordvecs") for size in SIZES}
     assert cut_stages | {"reports/dvc.yaml:novels_news_raw", "reports/dvc.yaml:novels_news_prepare"} <= stages_run(first)
 
     source = repo / "data" / "novels_news" / "prepared"
@@ -63,9 +64,13 @@ def test_the_curve_corpora_are_nested_cuts_each_with_its_vectors(dvc_repo):
         assert vectors["dim"] == 8 and vectors["vocab_size"] == stats["vocab_size"]
     assert sorted(previous) == sorted(_documents(source))          # all: every document of the corpus
 
-    assert stages_run(run(DVC + ["repro", "dvc.yaml:curve_wordvecs"], repo, env)) == set()
+    assert stages_run(run(DVC + ["repro", "reports/dvc.yaml:curve_wordvecs"], repo, env)) == set()
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["novels_news_curve"]["sizes"]["large"] = 150
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    assert stages_run(run(DVC + ["repro", "dvc.yaml:curve_wordvecs"], repo, env)) == {"curve_cut@large",
-                                                                                      "curve_wordvecs@large"}
+    assert stages_run(run(DVC + ["repro", "reports/dvc.yaml:curve_wordvecs"], repo, env)) == {
+        "reports/dvc.yaml:curve_cut@large", "reports/dvc.yaml:curve_wordvecs@large"}
+
+    # the quick start's `dvc repro` is the data pipeline of dvc.yaml: hours of curve corpora and vectors are not in it
+    quick_start = run(DVC + ["stage", "list", "--name-only"], repo, env).split()
+    assert "train@disc-gutenberg_novels" in quick_start and not [s for s in quick_start if "curve" in s]
