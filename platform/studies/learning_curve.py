@@ -20,8 +20,6 @@ import csv
 import io
 import json
 import math
-import os
-import platform as host
 import statistics
 import sys
 from collections.abc import Iterable
@@ -31,6 +29,7 @@ from typing import Any
 from skipview.platform.files import write_aside, write_json_aside, write_text_aside
 from skipview.platform.studies.matrix import ENSEMBLE, HOURS, SENTENCES_SEEN, Column
 from skipview.platform.studies.report import BORROWED_FROM, RunRecord, Stat, latest, read_records
+from skipview.platform.tracking.lineage import HARDWARE_TAG, hardware
 
 USIF = "fasttext-usif"
 # a run's settings that name its data: they differ between sizes by design
@@ -179,6 +178,16 @@ class Curve:
                 rates.append(record.metrics[SENTENCES_SEEN] / (record.metrics[HOURS] * 3600))
         return {"cpu_hours": Stat(list(hours)), "sentences_per_s": Stat(list(rates))}
 
+    def hardware(self, size: str) -> dict[str, int]:
+        """What the trained runs of ``size`` computed on (their records' ``hardware``) -> how many runs."""
+        found: dict[str, int] = {}
+        for (cell, _), record in sorted(self.records.items()):
+            row, _, at = cell.rpartition(".")
+            if at == size and row in self.trained:
+                kind = record.lineage.get(HARDWARE_TAG, "not recorded")
+                found[kind] = found.get(kind, 0) + 1
+        return found
+
     def trend(self, row: str) -> dict[str, Any] | None:
         """The margin's trend in log(sentences), where 3 sizes or more are measured (None below)."""
         points = [(self.sentences[size], m) for size in self.sizes if self.sentences.get(size)
@@ -207,21 +216,6 @@ def cut_sentences(corpus: str, sizes: list[str], borrowed: Iterable[str] = ()) -
 def objective_of_cell(study, row: str) -> str:
     cell = next(c for c in study.parts[0].matrix.cells if c.name.rsplit(".", 1)[0] == row)
     return "generative" if cell.objective == "gen" else "discriminative"
-
-
-def machine() -> str:
-    """The CPU this report was generated on, and whether it computes bf16 natively (avx512_bf16 or AMX)."""
-    model, flags = host.processor() or "unknown CPU", set()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    native = "yes" if flags & {"avx512_bf16", "amx_bf16"} else "no (emulated)"
-    return f"{model}, {len(os.sched_getaffinity(0))} cores, native bf16: {native}"
 
 
 def render(curve: Curve) -> tuple[str, dict[str, Any]]:
@@ -255,7 +249,7 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     if several:
         lines += [f"**Several word vectors** at {', '.join(several)}: uSIF is shown on each; every run's margin is "
                   "over uSIF on its own vectors.", ""]
-    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": machine(), "unpaired": unpaired,
+    data: dict[str, Any] = {"sizes": {}, "trends": {}, "machine": hardware(), "unpaired": unpaired,
                             "borrowed": borrowed}
     for title, column in ((main_title, main), (stsb_title, STSB)):
         lines += [f"## {title}", "", "| row | " + " | ".join(f"{s} ({sizes_label[s]})" for s in curve.sizes)
@@ -338,8 +332,13 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     if data["borrowed"]:
         lines += ["", f"The costs at {', '.join(data['borrowed'])} are the borrowed studies' own: their precision and "
                   "machine (above), not this study's."]
-    lines += ["", f"The records do not name the CPU that trained them; this report was generated on: "
-              f"{data['machine']}. The run records' `lineage.git_commit` names the code of each run.", "",
+    data["hardware"] = {size: curve.hardware(size) for size in curve.sizes}
+    lines += ["", "What the trained runs computed on, per size (each record's `lineage.hardware`; runs before it was "
+              "recorded say *not recorded*): " + "; ".join(
+                  f"{size}: " + ", ".join(f"{kind} ({runs} runs)" for kind, runs in kinds.items())
+                  for size, kinds in data["hardware"].items() if kinds) + ".",
+              "", f"This report was generated on: {data['machine']}. The run records' `lineage.git_commit` names the "
+              "code of each run.", "",
               "![the curve](curve.png)", "", "![the margin](margin.png)", ""]
     return "\n".join(lines), data
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skipview.platform.tracking.lineage import portable_path
+from skipview.platform.tracking.lineage import HARDWARE_TAG, portable_path
 from skipview.platform.files import write_aside, write_text_aside
 from skipview.platform.studies.curves import build_curves, curve_keys
 from skipview.platform.studies.matrix import (CELL_TAG, ENSEMBLE, EVALUATED_TAG, HOURS, SEED_TAG, SENTENCES_SEEN, STUDY, STUDY_TAG,
@@ -63,8 +63,8 @@ def _portable(values: Mapping[str, str]) -> dict[str, str]:
 
 
 RECORDS = "runs"        # the report directory's folder of committed run records
-# the tags that say which code and data a run used (tracking.lineage): a report warns when its rows differ in them
-LINEAGE = ("git_commit", "corpus.hash", "wordvecs.hash")
+# the tags that say which code and data a run used and what it computed on (tracking.lineage)
+LINEAGE = ("git_commit", "corpus.hash", "wordvecs.hash", HARDWARE_TAG)
 BORROWED_FROM = "borrowed_from"       # the lineage key of a record another study ran (``Study.borrowed_records``)
 
 

@@ -1,6 +1,7 @@
 """Lineage tags: from a logged number back to the code and data that produced it.
 
-The code is identified by its git commit (``SKIPVIEW_GIT_COMMIT`` wins: a job submitted to a cluster runs from a
+The hardware is what each training worker computed on (``hardware``: the run's ``hardware`` tag), so a run's
+time reads against its machine. The code is identified by its git commit (``SKIPVIEW_GIT_COMMIT`` wins: a job submitted to a cluster runs from a
 copied package with no ``.git``, so ``skipview submit`` passes the commit along). Data is identified by the hash
 DVC recorded for it (``dvc.lock`` stage outputs or a ``.dvc`` file), which ``dvc checkout`` can bring back; data
 DVC does not track gets the SHA-256 of its ``meta.json`` so two runs on the same prepared data still match.
@@ -12,11 +13,38 @@ import hashlib
 import json
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import yaml
 
 SOURCE_DIR = Path(__file__).resolve().parent
+HARDWARE_TAG = "hardware"       # what the workers computed on (``hardware``), set by rank 0 at every (re)start
+
+
+def hardware(device: str = "cpu") -> str:
+    """What this process computes on: a CUDA device's name, or the CPU's model, the cores this process may use and
+    whether it computes bf16 natively (avx512_bf16 or AMX; without either torch emulates bf16, slower than fp32)."""
+    if device.startswith("cuda"):
+        import torch
+
+        return f"{torch.cuda.get_device_name(torch.device(device))} (CUDA)"
+    model, flags = f"{os.uname().machine} CPU", set()          # the model name, where /proc/cpuinfo has one
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    native = "yes" if flags & {"avx512_bf16", "amx_bf16"} else "no (emulated)"
+    return f"{model}, {len(os.sched_getaffinity(0))} cores, native bf16: {native}"
+
+
+def hardware_of_group(each_worker: list[str]) -> str:
+    """The ``hardware`` of a group of workers, one entry per kind: ``2 × NVIDIA H100 80GB HBM3 (CUDA)``."""
+    return "; ".join(f"{count} × {kind}" for kind, count in Counter(each_worker).items())
 
 
 def git_commit(where: Path = SOURCE_DIR) -> str:

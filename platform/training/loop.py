@@ -41,6 +41,7 @@ from torch.nn.parallel import DistributedDataParallel
 from skipview.models.batching import num_batches
 from skipview.models.objective import ObjectiveOutput
 from skipview.platform.evaluation.suite import run_tasks
+from skipview.platform.tracking.lineage import HARDWARE_TAG, hardware, hardware_of_group
 from skipview.platform.tracking.tracker import Tracker
 from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.config import TrainSettings, check_precision
@@ -160,6 +161,8 @@ def start(config: dict[str, Any]) -> tuple[Training, Tracker, ckpt.Progress, Sta
     tracker = Tracker(config, rank, run_id)
     # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run
     tracker.tag(NODES_TAG, " ".join(gathered(ray.get_runtime_context().get_node_id(), world_size)))
+    # and on what: a run's hours mean little without its machine (a restart may land on other nodes: set again)
+    tracker.tag(HARDWARE_TAG, hardware_of_group(gathered(hardware(str(training.device)), world_size)))
     clock.mark("mlflow")
     if skipped:
         # the warning is in the worker's log; the tag puts it where a cluster user looks first

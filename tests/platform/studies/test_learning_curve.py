@@ -84,11 +84,12 @@ def _repo_with_curve(tmp_path: Path) -> Path:
 
 
 def _record(folder: Path, cell: str, seed: int, sts: float, hours: float = 0.0, seen: float = 0.0,
-            vectors: str = "vectors-sha256:a", params: dict | None = None) -> None:
+            vectors: str = "vectors-sha256:a", params: dict | None = None, hardware: str | None = None) -> None:
     metrics = {f"ensemble/{task}.pearson.mean": sts for task in ("sts12", "sts13", "sts14", "sickr_unsup")}
     metrics.update({"ensemble/stsb_unsup.pearson.mean": sts - 1, "train/hours": hours, "train/sentences_seen": seen})
     params = {"train.precision": "fp32", "train.corpus": f"data/{cell}", "matrix.cell": cell, **(params or {})}
-    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, params, {}, {"wordvecs.hash": vectors})
+    lineage = {"wordvecs.hash": vectors, **({"hardware": hardware} if hardware else {})}
+    record = RunRecord(f"id-{cell}-{seed}", cell, seed, 0, metrics, params, {}, lineage)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / record.file_name).write_text(json.dumps(record.as_json()))
 
@@ -105,7 +106,8 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
         _record(runs, f"fasttext-sif.{size}", 0, 58.0)
         # disc-fg's margin is -3 + 0.5 ln(n) exactly on average, seeds +-0.1 around it
         for seed, noise in enumerate((-0.1, 0.0, 0.1)):
-            _record(runs, f"disc-fg.{size}", seed, 60.0 - 3 + 0.5 * math.log(n) + noise, hours=n / 1e6, seen=3 * n)
+            _record(runs, f"disc-fg.{size}", seed, 60.0 - 3 + 0.5 * math.log(n) + noise, hours=n / 1e6, seen=3 * n,
+                    hardware="1 × Test CPU, 2 cores, native bf16: yes" if size == "large" else None)
     # gen-invertible landed at two sizes only, one seed at the second
     for seed in range(3):
         _record(runs, f"gen-invertible.small", seed, 59.0 + 0.2 * seed)
@@ -129,12 +131,16 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
     assert data["sizes"]["medium"]["rows"]["gen-invertible"]["verdict"] == "not measured"
     assert data["unpaired"] == {"medium": ["`gen-invertible` seed 0"]}
     assert small["disc-fg"]["sentences_per_s"]["mean"] == pytest.approx(3 * 1e4 / (1e4 / 1e6 * 3600))
+    # what the trained runs computed on, from their records (the baselines' evaluations are not counted)
+    assert data["hardware"] == {"small": {"not recorded": 6}, "medium": {"not recorded": 4},
+                                "large": {"1 × Test CPU, 2 cores, native bf16: yes": 3}, "all": {}}
     text = (out / "curve.md").read_text()
     assert "`gen-invertible`: no trend: fewer than 3 sizes measured (1 so far)" in text
     assert "**Not measured yet**" in text and "`disc-fg` at all" in text and "`gen-invertible` at large" in text
     assert "- small: `disc-fg` above uSIF beyond its seed spread" in text
     assert "- all: no trained row measured yet" in text
     assert "A prediction, not a measurement." in text
+    assert "large: 1 × Test CPU, 2 cores, native bf16: yes (3 runs)." in text
     assert "**No uSIF on the same vectors** at medium: `gen-invertible` seed 0" in text
     assert (out / "curve.png").stat().st_size > 0 and (out / "margin.png").stat().st_size > 0
     lines = (out / "margin.csv").read_text().splitlines()

@@ -12,6 +12,7 @@ from prepared_data import write_training_data
 
 from skipview.models.text import Tokenizer
 from skipview.platform.tracking import store
+from skipview.platform.tracking.lineage import HARDWARE_TAG, hardware
 from skipview.platform.training import driver
 from skipview.platform.training.config import RunSettings, TrainSettings
 
@@ -58,5 +59,7 @@ def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, obj
     assert "sts14/f" not in outcome.metrics
     final = client.get_run(outcome.mlflow_run_id).data.metrics
     assert final["sts14/f"] != final["sts14/g"]
+    # what the two workers computed on: this machine's CPU, twice
+    assert client.get_run(outcome.mlflow_run_id).data.tags[HARDWARE_TAG] == f"2 × {hardware()}"
     kept = [p for p in (tmp_path / "runs" / run.name).glob("checkpoint_*") if p.is_dir()]
     assert 1 <= len(kept) <= 2            # the best by STS14 and the latest
