@@ -194,7 +194,17 @@ class Curve:
                   for m in self.margin(row, size, self.main).values]
         if len({x for x, _ in points}) < MIN_SIZES_FOR_TREND:
             return None
-        return fit_trend(points, PAPER_CORPORA)
+        return {**fit_trend(points, PAPER_CORPORA), "falls": self.falls(row)}
+
+    def falls(self, row: str) -> list[dict[str, Any]]:
+        """Where the row's margin falls from one measured size to the next larger beyond both seed spreads (the
+        larger size's mean + std below the smaller's mean - std): there a straight line in log(sentences) does
+        not describe the row, whatever its fit's interval says."""
+        measured = [(size, self.margin(row, size, self.main)) for size in self.sizes
+                    if self.sentences.get(size) and self.margin(row, size, self.main).values]
+        return [{"from": a, "to": b, "from_margin": m.as_dict(), "to_margin": n.as_dict()}
+                for (a, m), (b, n) in zip(measured, measured[1:])
+                if n.mean + (n.std or 0.0) < m.mean - (m.std or 0.0)]
 
 
 def vectors(record: RunRecord) -> str:
@@ -307,6 +317,11 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
                      f"{trend['slope_per_decade']:+.2f} ± {trend['slope_std'] * math.log(10):.2f} per tenfold data "
                      f"({trend['points']} seed-size points, residual std {trend['residual_std']:.2f}). "
                      + "; ".join(parts) + ".")
+        for fall in trend["falls"]:
+            before, after = (curve.margin(row, fall[end], main) for end in ("from", "to"))
+            lines.append(f"  **Not monotone**: its margin falls from {before.text(2)} at {fall['from']} to "
+                         f"{after.text(2)} at {fall['to']}, beyond both seed spreads: a straight line in "
+                         "log(sentences) misdescribes this row, so its prediction is the least to be trusted.")
     if fitted:
         lines += ["", "Assumptions that move the prediction: the margin stays linear in log(sentences) from ~1M to "
                   "134M (two more decades than measured; the interval does not cover a bend); the profile stays "
@@ -361,7 +376,8 @@ def readme_table(study) -> str | None:
         kind = objective_of_cell(study, row)
         name, model, baseline = PAPER_MARGINS[(kind, corpus)]
         prediction = "no trend yet (fewer than 3 sizes)" if trend is None else \
-            "{margin:+.1f} [{low:+.1f}, {high:+.1f}]".format(**trend["predictions"][corpus])
+            "{margin:+.1f} [{low:+.1f}, {high:+.1f}]".format(**trend["predictions"][corpus]) \
+            + ("; the margin is not monotone in size" if trend["falls"] else "")
         lines.append(f"| `{row}` | " + " | ".join(f"{m.mean:+.2f}" + (f" ± {m.std:.2f}" if m.std is not None else "")
                                                   + (f" (n={m.n})" if m.n < study.spec.seeds else "")
                                                   if m.values else "not yet" for m in margins)

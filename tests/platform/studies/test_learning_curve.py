@@ -122,6 +122,7 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
     assert book["margin"] == pytest.approx(-3 + 0.5 * math.log(74e6))
     assert book["low"] < book["margin"] < book["high"]
     assert data["trends"]["gen-invertible"] is None                     # two sizes: no trend
+    assert trend["falls"] == []                                          # it rises at every size
     # margins and verdicts: disc-fg at 10k is 1.6 above uSIF with a 0.1 spread; gen one seed at medium
     small = data["sizes"]["small"]["rows"]
     assert small["disc-fg"]["margin"]["mean"] == pytest.approx(-3 + 0.5 * math.log(1e4))
@@ -145,6 +146,26 @@ def test_the_report_fits_the_margin_in_log_sentences_from_what_has_landed(tmp_pa
     assert (out / "curve.png").stat().st_size > 0 and (out / "margin.png").stat().st_size > 0
     lines = (out / "margin.csv").read_text().splitlines()
     assert lines[0] == "sentences,size,row,seed,margin" and len(lines) == 1 + 9 + 3
+
+
+def test_a_margin_that_falls_with_more_data_is_said_to_break_the_trend(tmp_path, monkeypatch):
+    monkeypatch.chdir(_repo_with_curve(tmp_path))
+    runs = tmp_path / "reports" / "curve" / "runs"
+    for size, n, margin in (("small", 10_000, 2.0), ("medium", 100_000, 3.0), ("large", 1_000_000, 1.0)):
+        (tmp_path / "metrics" / "toy_curve" / size).mkdir(parents=True)
+        (tmp_path / "metrics" / "toy_curve" / size / "cut.json").write_text(json.dumps({"sentences": n}))
+        _record(runs, f"fasttext-usif.{size}", 0, 60.0)
+        for seed, noise in enumerate((-0.1, 0.0, 0.1)):
+            _record(runs, f"disc-fg.{size}", seed, 60.0 + margin + noise)
+
+    assert learning_curve.main(["curve"]) == 0
+    falls = json.loads((tmp_path / "reports" / "curve" / "curve.json").read_text())["trends"]["disc-fg"]["falls"]
+    assert [(f["from"], f["to"]) for f in falls] == [("medium", "large")]      # 3.0 +- 0.1 down to 1.0 +- 0.1
+    assert falls[0]["to_margin"]["mean"] == pytest.approx(1.0)
+    text = (tmp_path / "reports" / "curve" / "curve.md").read_text()
+    assert "**Not monotone**: its margin falls from 3.00 ± 0.10 at medium to 1.00 ± 0.10 at large" in text
+    study = load_study(tmp_path / "studies" / "curve.yaml")
+    assert "the margin is not monotone in size" in "".join(learning_curve.readme_tables([study]))
 
 
 def test_a_borrowed_size_reads_other_studies_records_pairs_each_run_with_usif_on_its_vectors_and_is_never_trained(
