@@ -61,23 +61,26 @@ def git_commit(where: Path = SOURCE_DIR) -> str:
 
 
 def dvc_hash(path: str | Path) -> str | None:
-    """The md5 DVC recorded for ``path`` in the nearest ``dvc.lock`` above it, or in ``path.dvc``; else None."""
+    """The md5 DVC recorded for ``path`` in ``path.dvc`` or in a ``dvc.lock`` of its project: the nearest above it,
+    then the project's other pipelines one folder down (``reports/dvc.lock``: a stage there may write ``data/``,
+    with ``wdir: ..``), so an output keeps its hash when its stage moves to another pipeline file; else None."""
     path = Path(path).resolve()
     pointer = path.with_name(path.name + ".dvc")
     if pointer.is_file():
         for out in yaml.safe_load(pointer.read_text()).get("outs", []):
             if out.get("md5"):
                 return out["md5"]
-    for folder in path.parents:
-        lock = folder / "dvc.lock"
-        if not lock.is_file():
-            continue
+    nearest = next((folder for folder in path.parents if (folder / "dvc.lock").is_file()), None)
+    if nearest is None:
+        return None
+    root = repository_root(path) or nearest
+    for lock in [nearest / "dvc.lock", *sorted(root.glob("*/dvc.lock"))]:
         stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
         for stage in stages.values():
             for out in stage.get("outs", []):
-                if (folder / out["path"]).resolve() == path and out.get("md5"):
+                # a lock's paths are relative to its stages' wdir: its own folder, or the project's root
+                if path in {(lock.parent / out["path"]).resolve(), (root / out["path"]).resolve()} and out.get("md5"):
                     return out["md5"]
-        return None
     return None
 
 

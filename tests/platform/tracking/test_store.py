@@ -58,6 +58,12 @@ def test_dvc_hash_from_lock_and_fallback(tmp_path):
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"prepare": {
         "outs": [{"path": "artifacts/prepared", "md5": "0123abcd.dir"}]}}}))
     assert lineage.data_fingerprint(data) == "dvc:0123abcd.dir"
+    # a stage of another pipeline file of the project (reports/dvc.yaml, wdir ..) keeps its output's hash
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"vectors": {
+        "outs": [{"path": "artifacts/wordvecs", "md5": "4567cdef.dir"}]}}}))
+    assert lineage.data_fingerprint(vectors) == "dvc:4567cdef.dir"
     assert lineage.git_commit() != ""
 
 
