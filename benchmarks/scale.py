@@ -71,6 +71,7 @@ import numpy as np
 import psutil
 
 from emit import emit
+from skipview.platform.tracking.lineage import cpu
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STAGES = ("prepare", "generate", "vocabulary", "wordvecs", "startup", "finalmodel", "train", "evaluate")
@@ -495,9 +496,9 @@ def _point_record(args, label: str, copies: int) -> dict:
 
 
 def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor())
-    return {"cpu": model, "cpus": len(os.sched_getaffinity(0)), "memory_gb": round(psutil.virtual_memory().total / 2**30),
+    model, native_bf16 = cpu()
+    return {"cpu": model, "native_bf16": native_bf16, "cpus": len(os.sched_getaffinity(0)),
+            "memory_gb": round(psutil.virtual_memory().total / 2**30),
             "python": platform.python_version(), "torch": _version("torch"), "ray": _version("ray"),
             "note": "two long one-thread trainings (and other sessions' work) ran beside every measurement"}
 

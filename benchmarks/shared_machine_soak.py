@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import signal
 import subprocess
@@ -33,6 +32,7 @@ from pathlib import Path
 from emit import emit
 
 from skipview.platform.tracking import store
+from skipview.platform.tracking.lineage import cpu
 from skipview.platform.training import run_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,8 +130,7 @@ def main() -> None:
                      and outcome[n]["resumed_at_step"] >= killed[n] for n in killed)
     document = {
         "benchmark": "shared_machine_soak", "command": " ".join(["python", *sys.argv]),
-        "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name")), platform.processor()),
+        **dict(zip(("cpu", "native_bf16"), cpu())),
         "cores": len(os.sched_getaffinity(0)), "load_average_at_end": os.getloadavg(),
         "runs": args.runs, "killed": len(killed), "steps": args.steps, "checkpoint_every": args.checkpoint_every,
         "start_spread_s": round(spread, 3), "wall_s": round(wall_s, 1),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import sys
 import tempfile
@@ -21,6 +20,7 @@ import time
 from pathlib import Path
 
 from emit import emit
+from skipview.platform.tracking.lineage import cpu
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY / "tests"))
@@ -100,9 +100,7 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
+    model, native_bf16 = cpu()
     # a case run again replaces its earlier result in --out; the others are kept
     results = json.loads(args.out.read_text())["cases"] if args.out and args.out.exists() else {}
     for name in args.cases.split(","):
@@ -114,7 +112,7 @@ def main() -> None:
                 print(f"{name}: not measured: {str(failure)[-500:]}", file=sys.stderr)
                 continue
         print(f"{name}: {results[name]['stop_s']} s, exit {results[name]['exit_status']}", file=sys.stderr)
-    emit({"machine": {"cpu": cpu, "cores": os.cpu_count(), "native_bf16": "avx512_bf16" in flags},
+    emit({"machine": {"cpu": model, "cores": os.cpu_count(), "native_bf16": native_bf16},
           "cases": results}, args.out)
 
 

@@ -22,6 +22,7 @@ import json
 import math
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -180,13 +181,9 @@ class Curve:
 
     def hardware(self, size: str) -> dict[str, int]:
         """What the trained runs of ``size`` computed on (their records' ``hardware``) -> how many runs."""
-        found: dict[str, int] = {}
-        for (cell, _), record in sorted(self.records.items()):
-            row, _, at = cell.rpartition(".")
-            if at == size and row in self.trained:
-                kind = record.lineage.get(HARDWARE_TAG, "not recorded")
-                found[kind] = found.get(kind, 0) + 1
-        return found
+        cells = {f"{row}.{size}" for row in self.trained}
+        return dict(Counter(record.lineage.get(HARDWARE_TAG, "not recorded")
+                            for (cell, _), record in sorted(self.records.items()) if cell in cells))
 
     def trend(self, row: str) -> dict[str, Any] | None:
         """The margin's trend in log(sentences), where 3 sizes or more are measured (None below)."""
@@ -200,8 +197,8 @@ class Curve:
         """Where the row's margin falls from one measured size to the next larger beyond both seed spreads (the
         larger size's mean + std below the smaller's mean - std): there a straight line in log(sentences) does
         not describe the row, whatever its fit's interval says."""
-        measured = [(size, self.margin(row, size, self.main)) for size in self.sizes
-                    if self.sentences.get(size) and self.margin(row, size, self.main).values]
+        margins = [(size, self.margin(row, size, self.main)) for size in self.sizes if self.sentences.get(size)]
+        measured = [(size, margin) for size, margin in margins if margin.values]
         return [{"from": a, "to": b, "from_margin": m.as_dict(), "to_margin": n.as_dict()}
                 for (a, m), (b, n) in zip(measured, measured[1:])
                 if n.mean + (n.std or 0.0) < m.mean - (m.std or 0.0)]
@@ -350,7 +347,7 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
     data["hardware"] = {size: curve.hardware(size) for size in curve.sizes}
     lines += ["", "What the trained runs computed on, per size (each record's `lineage.hardware`; runs before it was "
               "recorded say *not recorded*): " + "; ".join(
-                  f"{size}: " + ", ".join(f"{kind} ({runs} runs)" for kind, runs in kinds.items())
+                  f"{size}: " + ", ".join(f"{kind} ({runs} run{'s' * (runs > 1)})" for kind, runs in kinds.items())
                   for size, kinds in data["hardware"].items() if kinds) + ".",
               "", f"This report was generated on: {data['machine']}. The run records' `lineage.git_commit` names the "
               "code of each run.", "",

@@ -1,10 +1,11 @@
 """Lineage tags: from a logged number back to the code and data that produced it.
 
-The hardware is what each training worker computed on (``hardware``: the run's ``hardware`` tag), so a run's
-time reads against its machine. The code is identified by its git commit (``SKIPVIEW_GIT_COMMIT`` wins: a job submitted to a cluster runs from a
-copied package with no ``.git``, so ``skipview submit`` passes the commit along). Data is identified by the hash
-DVC recorded for it (``dvc.lock`` stage outputs or a ``.dvc`` file), which ``dvc checkout`` can bring back; data
-DVC does not track gets the SHA-256 of its ``meta.json`` so two runs on the same prepared data still match.
+The hardware is what each training worker computed on (``hardware``: the run's ``hardware`` tag), so a run's time
+reads against its machine. The code is identified by its git commit (``SKIPVIEW_GIT_COMMIT`` wins: a job submitted
+to a cluster runs from a copied package with no ``.git``, so ``skipview submit`` passes the commit along). Data is
+identified by the hash DVC recorded for it (``dvc.lock`` stage outputs or a ``.dvc`` file), which ``dvc checkout``
+can bring back; data DVC does not track gets the SHA-256 of its ``meta.json`` so two runs on the same prepared data
+still match.
 """
 
 from __future__ import annotations
@@ -22,14 +23,11 @@ SOURCE_DIR = Path(__file__).resolve().parent
 HARDWARE_TAG = "hardware"       # what the workers computed on (``hardware``), set by rank 0 at every (re)start
 
 
-def hardware(device: str = "cpu") -> str:
-    """What this process computes on: a CUDA device's name, or the CPU's model, the cores this process may use and
-    whether it computes bf16 natively (avx512_bf16 or AMX; without either torch emulates bf16, slower than fp32)."""
-    if device.startswith("cuda"):
-        import torch
-
-        return f"{torch.cuda.get_device_name(torch.device(device))} (CUDA)"
-    model, flags = f"{os.uname().machine} CPU", set()          # the model name, where /proc/cpuinfo has one
+def cpu() -> tuple[str, bool]:
+    """This machine's CPU model (/proc/cpuinfo's model name, else the architecture) and whether it computes bf16
+    natively (avx512_bf16 or AMX; without either torch emulates bf16, slower than fp32). The benchmarks' JSON
+    and the runs' ``hardware`` both read it here."""
+    model, flags = f"{os.uname().machine} CPU", set()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text().splitlines():
@@ -38,8 +36,19 @@ def hardware(device: str = "cpu") -> str:
                 model = value.strip()
             elif key.strip() == "flags":
                 flags = set(value.split())
-    native = "yes" if flags & {"avx512_bf16", "amx_bf16"} else "no (emulated)"
-    return f"{model}, {len(os.sched_getaffinity(0))} cores, native bf16: {native}"
+    return model, bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def hardware(device: str = "cpu") -> str:
+    """What this process computes on: a CUDA device's name, or the CPU's model, the cores this process may use and
+    whether it computes bf16 natively."""
+    if device.startswith("cuda"):
+        import torch
+
+        return f"{torch.cuda.get_device_name(torch.device(device))} (CUDA)"
+    model, native_bf16 = cpu()
+    return (f"{model}, {len(os.sched_getaffinity(0))} cores, native bf16: "
+            f"{'yes' if native_bf16 else 'no (emulated)'}")
 
 
 def hardware_of_group(each_worker: list[str]) -> str:
@@ -74,7 +83,7 @@ def dvc_hash(path: str | Path) -> str | None:
     if nearest is None:
         return None
     root = repository_root(path) or nearest
-    for lock in [nearest / "dvc.lock", *sorted(root.glob("*/dvc.lock"))]:
+    for lock in dict.fromkeys([nearest / "dvc.lock", *sorted(root.glob("*/dvc.lock"))]):   # each read once
         stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
         for stage in stages.values():
             for out in stage.get("outs", []):

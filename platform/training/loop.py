@@ -159,10 +159,11 @@ def start(config: dict[str, Any]) -> tuple[Training, Tracker, ckpt.Progress, Sta
     progress, run_id, skipped = training.resume()
     clock.mark("resume")
     tracker = Tracker(config, rank, run_id)
-    # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run
-    tracker.tag(NODES_TAG, " ".join(gathered(ray.get_runtime_context().get_node_id(), world_size)))
+    # where each rank runs (Ray node ids, rank order): on a cluster the first question about a slow or failed run;
     # and on what: a run's hours mean little without its machine (a restart may land on other nodes: set again)
-    tracker.tag(HARDWARE_TAG, hardware_of_group(gathered(hardware(str(training.device)), world_size)))
+    ranks = gathered((ray.get_runtime_context().get_node_id(), hardware(str(training.device))), world_size)
+    tracker.tag(NODES_TAG, " ".join(node for node, _ in ranks))
+    tracker.tag(HARDWARE_TAG, hardware_of_group([kind for _, kind in ranks]))
     clock.mark("mlflow")
     if skipped:
         # the warning is in the worker's log; the tag puts it where a cluster user looks first
