@@ -222,8 +222,10 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     ensure_private_token()          # before ray.init, which would otherwise write it readable by every user
-    # Ray's processes are started by ray.init and inherit the environment then; the caller's is left as it was
-    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY, **LOCAL_HEAD_ENV}), \
+    # Ray's processes are started by ray.init and inherit the environment then (the watchdog's mark included); the
+    # caller's is left as it was
+    mark = watchdog.marked(os.getpid())
+    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY, **LOCAL_HEAD_ENV, **mark}), \
             loopback_node_ip():
         try:
             ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
@@ -232,7 +234,7 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
         except BaseException:           # a stop while Ray starts: the processes it had started go with it
             ray.shutdown()
             raise
-    watchdog.start(os.getpid())
+    watchdog.start(os.getpid(), mark)
     stopping.reinstall()            # over the C++ SIGTERM handler ray.init installs (it aborts the process in 3 s)
 
 

@@ -1,32 +1,48 @@
-"""A local Ray shares its driver's fate: ``python -m skipview.platform.training.watchdog PID`` watches the driver
-``PID`` and, once it is gone without shutting its Ray down (``kill -9``, the OOM killer), ends every process the
-driver had started.
+"""A local Ray shares its driver's fate: ``python -m skipview.platform.training.watchdog PID MARK`` watches the
+driver ``PID`` and, once it is gone, ends every process of its local Ray still running: what a driver killed
+outright (``kill -9``, the OOM killer) leaves, and what a stopped driver's shutdown has not ended yet.
 
 Ray 2.60's own fate-sharing leaves two processes behind: when the driver dies, the GCS and the raylet follow, and
 the dashboard agent and the runtime-env agent, finding their raylet gone, first try to report its error logs to the
 GCS that is gone too and wait on it (measured: both still alive 40 s after ``kill -9`` of a ``skipview train``;
 ``ray._private.process_watcher.report_raylet_error_logs``). They hold the machine's ports and memory meanwhile.
+
+Two lists find them. The driver's descendants, listed while it lives: Ray's agents among them, which start with a
+cleaned environment. And every process whose environment carries the driver's mark (``marked``), listed once the
+driver is gone: the driver sets it while ``ray.init`` starts the GCS and the raylet, and each worker the raylet starts
+inherits it, so it also finds a worker started since the last listing or already re-parented to PID 1 (CI, stop 52:
+a search's next trial's ``ray::TrainController``, started in a stopped ``skipview tune``'s last seconds, was alive
+3 s after the command exited).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import psutil
 
+MARK = "SKIPVIEW_LOCAL_RAY_OF"
 # Listing the driver's process tree costs about 0.38 CPU s a minute at one listing a second
-# (reports/benchmarks/ray_overhead.json); Ray's agents and actors start with the run, and a worker started in the last
-# seconds before the driver dies goes with its raylet anyway
+# (reports/benchmarks/ray_overhead.json); Ray's agents start with the run, and a worker started since the last listing
+# carries the mark
 POLL_S = 5.0
 # Once the driver is gone nothing of the run is left to save (its workers wrote their checkpoints before reporting
 # them): a second is enough for a process to leave on SIGTERM, and a stopped command must leave nothing 3 s after it
 GRACE_S = 1.0
 
 
-def start(driver_pid: int) -> subprocess.Popen:
-    """The watchdog of ``driver_pid``, as a process of its own (a thread would die with the driver)."""
-    return subprocess.Popen([sys.executable, "-m", __name__, str(driver_pid)], stdin=subprocess.DEVNULL,
+def marked(driver_pid: int) -> dict[str, str]:
+    """The environment that marks a process as one of ``driver_pid``'s local Ray: the driver's PID and start time, so
+    that a later process given the same PID is never taken for it."""
+    return {MARK: f"{driver_pid}@{psutil.Process(driver_pid).create_time()}"}
+
+
+def start(driver_pid: int, mark: dict[str, str]) -> subprocess.Popen:
+    """The watchdog of ``driver_pid``, whose local Ray carries ``mark``, as a process of its own (a thread would die
+    with the driver)."""
+    return subprocess.Popen([sys.executable, "-m", __name__, str(driver_pid), mark[MARK]], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -37,9 +53,22 @@ def alive(process: psutil.Process) -> bool:
         return False
 
 
-def watch(driver_pid: int) -> None:
-    """Remember the driver's descendants while it lives; end those still running once it is gone. ``psutil``
-    compares each process's start time, so a recycled PID is never mistaken for one of them."""
+def carrying(mark_value: str) -> list[psutil.Process]:
+    """Every process whose environment carries the mark (this user's: another user's environment is unreadable)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid != os.getpid() and process.environ().get(MARK) == mark_value:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def watch(driver_pid: int, mark_value: str) -> None:
+    """Remember the driver's descendants while it lives; once it is gone, end those and the processes carrying its
+    mark that still run. ``psutil`` compares each process's start time, so a recycled PID is never mistaken for one
+    of them."""
     driver, me = psutil.Process(driver_pid), psutil.Process()
     family: list[psutil.Process] = []
     while alive(driver):
@@ -48,7 +77,7 @@ def watch(driver_pid: int) -> None:
             driver.wait(timeout=POLL_S)     # returns as soon as the driver is gone: a stopped command's watchdog
         except (psutil.NoSuchProcess, psutil.TimeoutExpired):       # leaves with it
             continue
-    left = [p for p in family if alive(p)]
+    left = [p for p in {*family, *carrying(mark_value)} if alive(p)]
     for process in left:
         try:
             process.terminate()
@@ -63,4 +92,4 @@ def watch(driver_pid: int) -> None:
 
 
 if __name__ == "__main__":
-    watch(int(sys.argv[1]))
+    watch(int(sys.argv[1]), sys.argv[2])
