@@ -1,6 +1,9 @@
 """A real Ray head of one CPU started by `ray start --head`, as a user starts a cluster: its own ports (other Rays
 may run on this machine), the dashboard on 127.0.0.1, stopped through its own process group (never `ray stop`,
-which stops every Ray of the machine)."""
+which stops every Ray of the machine). `ray start` also records its address as the machine's current cluster (Ray's
+`ray_current_cluster` file, which a bare `ray.init()` then joins) and only `ray stop` forgets it: the fixture forgets
+its own, or the machine keeps naming a dead head to every later bare `ray.init()` (seen here: a file naming
+`<this machine's address>:<a test head's GCS port>` long after the suite)."""
 
 from __future__ import annotations
 
@@ -66,6 +69,19 @@ def ray_head(env: dict[str, str], *, cpus: int = 1, temp_dir: Path | None = None
             head.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
+        forget_address(gcs, temp_dir)
+
+
+def forget_address(gcs_port: int, temp_dir: Path | None) -> None:
+    """Remove Ray's record of the current cluster if it still names this head (another head may have replaced it)."""
+    from ray._common.utils import get_ray_address_file
+
+    record = Path(get_ray_address_file(str(temp_dir) if temp_dir is not None else None))
+    try:
+        if record.read_text().strip().endswith(f":{gcs_port}"):
+            record.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def driver_error(stderr: str) -> str:
