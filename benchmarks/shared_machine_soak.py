@@ -128,9 +128,10 @@ def main() -> None:
                     and not o["stray_or_missing_checkpoints"] and o["final_model"] for o in outcome.values())
     resumed_ok = all(outcome[n]["status_after_kill"] == "KILLED" and outcome[n]["resumed_at_step"] is not None
                      and outcome[n]["resumed_at_step"] >= killed[n] for n in killed)
+    model, native_bf16 = cpu()
     document = {
         "benchmark": "shared_machine_soak", "command": " ".join(["python", *sys.argv]),
-        **dict(zip(("cpu", "native_bf16"), cpu())),
+        "cpu": model, "native_bf16": native_bf16,
         "cores": len(os.sched_getaffinity(0)), "load_average_at_end": os.getloadavg(),
         "runs": args.runs, "killed": len(killed), "steps": args.steps, "checkpoint_every": args.checkpoint_every,
         "start_spread_s": round(spread, 3), "wall_s": round(wall_s, 1),

@@ -2,8 +2,8 @@
 may run on this machine), the dashboard on 127.0.0.1, stopped through its own process group (never `ray stop`,
 which stops every Ray of the machine). `ray start` also records its address as the machine's current cluster (Ray's
 `ray_current_cluster` file, which a bare `ray.init()` then joins) and only `ray stop` forgets it: the fixture forgets
-its own, or the machine keeps naming a dead head to every later bare `ray.init()` (seen here: a file naming
-`<this machine's address>:<a test head's GCS port>` long after the suite)."""
+its own, or the machine keeps naming a dead head (`<this machine's address>:<a test head's GCS port>`) to every
+later bare `ray.init()`."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ GCS that is gone too and wait on it (measured: both still alive 40 s after ``kil
 Two lists find them. The driver's descendants, listed while it lives: Ray's agents among them, which start with a
 cleaned environment. And every process whose environment carries the driver's mark (``marked``), listed once the
 driver is gone: the driver sets it while ``ray.init`` starts the GCS and the raylet, and each worker the raylet starts
-inherits it, so it also finds a worker started since the last listing or already re-parented to PID 1 (CI, stop 52:
-a search's next trial's ``ray::TrainController``, started in a stopped ``skipview tune``'s last seconds, was alive
-3 s after the command exited).
+inherits it, so it also finds a worker started since the last listing or already re-parented to PID 1 (a search's
+next trial's ``ray::TrainController``, started in a stopped ``skipview tune``'s last seconds, was otherwise alive 3 s
+after the command exited: tests/platform/tuning/test_tune_stops.py).
 """
 
 from __future__ import annotations

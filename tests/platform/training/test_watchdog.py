@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import psutil
 
@@ -24,10 +23,10 @@ DRIVER = textwrap.dedent("""
     mark = watchdog.marked(os.getpid())
     watchdog.start(os.getpid(), mark)
     time.sleep(1)
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
     late = subprocess.run(
-        [sys.executable, "-c", "import os, signal, subprocess, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-         "p = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-         "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid)"],
+        [sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], "
+         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid)", stubborn],
         env={**os.environ, **mark}, capture_output=True, text=True, start_new_session=True)
     print(late.stdout.strip(), flush=True)
     time.sleep(600)
@@ -38,21 +37,20 @@ def sleeper(env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=env)
 
 
-def test_a_killed_drivers_marked_processes_end_and_no_other(tmp_path):
+def test_a_killed_drivers_marked_processes_end_and_no_other():
     driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True)
     others = [sleeper({**os.environ, watchdog.MARK: "1@0.0"}), sleeper(dict(os.environ))]
+    late: psutil.Process | None = None
     try:
         late = psutil.Process(int(driver.stdout.readline()))
         assert late.ppid() != driver.pid                     # re-parented: no listing of the driver's tree finds it
         driver.kill()
         driver.wait()
-        gone, alive = psutil.wait_procs([late], timeout=5)
+        gone, _ = psutil.wait_procs([late], timeout=5)
         assert gone, "the marked process, which ignores SIGTERM, is alive 5 s after its driver was killed"
         assert all(other.poll() is None for other in others), "a process without this driver's mark was ended"
-    finally:
-        for process in others:
+    finally:                    # nothing of the test outlives it, whatever failed (the driver waits 600 s)
+        for process in [driver, *others]:
             process.kill()
-        try:
-            psutil.Process(late.pid).kill()
-        except (psutil.NoSuchProcess, NameError):
-            pass
+        if late is not None and watchdog.alive(late):
+            late.kill()
