@@ -328,10 +328,12 @@ def render(curve: Curve) -> tuple[str, dict[str, Any]]:
                   "STS15-16 are not in the data here, so the average is STS12-14 and SICK-R, the paper's STS12-16 "
                   "and SICK-R; and the seeds' spread is the only noise counted."]
     lines += ["", "## Time beside quality", "",
-              "Training time only (the evaluation is not counted), per seed, mean ± std; CPU hours = wall hours × "
-              f"the cores each run held ({study.spec.cpus_per_worker:g} thread per model). Sentences/s: the sentences "
-              "each step encoded (three epochs of the cut) over the training time. Both from wall time: on a machine "
-              "shared with other work they bound the CPU time from above and the speed from below.", "",
+              "Training time only, per seed, mean ± std: the wall time of the training loop's throughput windows "
+              "(its steps and checkpoints, every attempt of a run stopped and resumed, not the pause between them; "
+              "not the start-up, the final save or the evaluation); CPU hours = those hours × the cores each run "
+              f"held ({study.spec.cpus_per_worker:g} thread per model). Sentences/s: the sentences each step encoded "
+              "(three epochs of the cut) over the training time. Both from wall time: on a machine shared with other "
+              "work they bound the CPU time from above and the speed from below.", "",
               "| row | " + " | ".join(f"{s}: CPU hours" for s in curve.sizes) + " | "
               + " | ".join(f"{s}: sentences/s" for s in curve.sizes) + " |",
               "|---" * (2 * len(curve.sizes) + 1) + "|"]

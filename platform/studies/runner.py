@@ -274,15 +274,18 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
             raise ValueError(f"--warm-start {study}: {key} {new} does not extend {source}'s {old}")
 
 
-def logged_hours(client, run_id: str) -> float:
-    """Wall time from the run's first logged training step to its last, over every attempt: a run resumed after
-    its process died (a killed session, a failed evaluation) trained for longer than its last attempt took. It
-    includes any pause between attempts, so it is an upper bound of the training time."""
-    history = client.get_metric_history(run_id, "loss")
-    if len(history) < 2:
-        return 0.0
-    stamps = [m.timestamp for m in history]
-    return (max(stamps) - min(stamps)) / 3.6e6
+def trained_hours(client, run_id: str, sentences_per_step: float) -> float:
+    """Hours the training loop trained, over every attempt of the run: the sum over its throughput windows (every
+    ``log_every`` steps the loop logs ``sentences_per_s`` of the steps since the last, their checkpoints included) of
+    the window's sentences over that rate. A run stopped and resumed hours later trained for neither the span from
+    its first step to its last (that holds the pause) nor its last attempt alone. Start-up and the final save are
+    in no window; 0 when the run logged none."""
+    windows = sorted(client.get_metric_history(run_id, "sentences_per_s"), key=lambda window: window.step)
+    seconds, last_step = 0.0, 0
+    for window in windows:
+        seconds += (window.step - last_step) * sentences_per_step / window.value
+        last_step = window.step
+    return seconds / 3600
 
 
 def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
@@ -348,13 +351,14 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         start = time.perf_counter()
         outcome = driver.train(settings, run)
         took = (time.perf_counter() - start) / 3600
-        # a warm-started run's history begins with its source's curves, whose training time is source.hours
-        hours = source.hours + took if source else max(took, logged_hours(client, run_id))
-        encoder = SentenceEncoder.load(outcome.model_dir)
-        steps = int(outcome.metrics.get("step", settings.max_steps or 0))
         # sentences encoded per step: the batch on each worker (a window, the first of a pair, or the middle of a
         # triple is one sentence per example)
-        metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * settings.batch_size * study.workers)}
+        sentences_per_step = settings.batch_size * study.workers
+        # a warm-started run's history begins with its source's curves, whose training time is source.hours
+        hours = source.hours + took if source else (trained_hours(client, run_id, sentences_per_step) or took)
+        encoder = SentenceEncoder.load(outcome.model_dir)
+        steps = int(outcome.metrics.get("step", settings.max_steps or 0))
+        metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * sentences_per_step)}
     start = time.perf_counter()
     metrics.update(evaluate_views(encoder, cell.views, tasks, base.senteval_dir, study.protocol,
                                   study.component_fit))
