@@ -184,16 +184,16 @@ def test_trained_hours_counts_the_loop_s_windows_not_the_pause_between_a_stopped
     from skipview.platform.studies.runner import trained_hours
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    run_id = client.create_run(client.create_experiment("curve")).info.run_id
+    experiment = client.create_experiment("curve")
+    run_id = client.create_run(experiment).info.run_id
     # batch 64 on 2 workers: 128 sentences a step; windows of 10 steps at 320 sentences/s take 4 s each, except the
     # second attempt's first (steps 21-25, a stop checkpoint at 20 then 5 steps at 160/s: 4 s). The stop at step 20
     # and the resume three hours later are a pause in the timestamps that no window holds.
-    hour_ms, windows = 3_600_000, [(10, 320.0, 0), (20, 320.0, 4_000), (25, 160.0, 3 * 3_600_000 + 60_000),
-                                    (35, 320.0, 3 * 3_600_000 + 64_000)]
+    hour_ms = 3_600_000
+    windows = [(10, 320.0, 0), (20, 320.0, 4_000), (25, 160.0, 3 * hour_ms + 60_000), (35, 320.0, 3 * hour_ms + 64_000)]
     client.log_batch(run_id, metrics=[Metric("sentences_per_s", rate, stamp, step) for step, rate, stamp in windows])
     assert trained_hours(client, run_id, sentences_per_step=128) == pytest.approx(16 / 3600)
     span = (windows[-1][2] - windows[0][2]) / hour_ms
     assert span > 3 and trained_hours(client, run_id, 128) < span / 500
     # a run that never read a window (fewer steps than log_every) has no measured training time
-    assert trained_hours(client, client.create_run(client.get_experiment_by_name("curve").experiment_id).info.run_id,
-                         128) == 0.0
+    assert trained_hours(client, client.create_run(experiment).info.run_id, 128) == 0.0
