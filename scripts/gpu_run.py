@@ -18,12 +18,19 @@ under its own time guard so that a phase cut short still leaves what came before
    h 1024, the paper's size, with the profile's settings otherwise; as many steps as the guard leaves, sized from
    the profile's measured rate and overhead, three epochs at most; every view evaluated on STS12-14, STS-B and
    SICK-R beside the CPU table (reports/table6_trained/, h 256);
-4. collect: ``summary.json`` (phase times, the profile's breakdown, the scores beside the CPU table's) and
+4. collect: ``gpu_platform.json`` (the figures, machine-readable: the device as CUDA names it, torch and CUDA
+   versions, the profile's sentences/s and share of time outside steps, each view's scores beside the CPU table's
+   and uSIF's on the same vectors, the commands), ``summary.json`` (everything the phases measured) and
    ``results.tar.gz`` (MLflow's SQLite store and artifacts, the comparison's report; no weights) into OUT,
    rewritten after every phase.
 
 OUT (the folder whose files are brought back) stays flat and small, eight files at most: install.json (the first
-command), or summary.json, results.tar.gz and one log per phase (the second).
+command), or gpu_platform.json, summary.json, results.tar.gz and one log per phase (the second). Back here,
+
+    python3 scripts/gpu_run.py report --from FOLDER      # FOLDER: where OUT's files came back
+
+puts gpu_platform.json beside reports/benchmarks/gpu_platform.md and writes the figures into the Markdown's
+results block.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ INSTALL_S = 45      # the first command: the packages' unpacking (~10 s) and the
 PROFILE_CONFIG = "reports/tune_sif_claim/best_config.yaml"
 CPU_TABLE = "reports/table6_trained/ablation_summary.json"
 COMPARE_CELLS = "disc-fg,disc-f"      # the multi-view (f, g) model and f trained alone
+BASELINE = "fasttext-usif"            # uSIF on the same (bundled) vectors: no training, seconds of evaluation
 TASKS = "sts12,sts13,sts14,stsb_unsup,sickr_unsup"
 # when the profile leaves no measurement: the bare step's rate (gpu.md, fp32, N 512) and a minute per model
 FALLBACK_RATE, FALLBACK_OVERHEAD_S = 34_638, 60.0
@@ -70,7 +78,8 @@ class Runner:
         self.out, self.work = args.out.resolve(), args.work.resolve()
         self.run_dir = self.work / "run"          # the second command's: data, MLflow store, checkpoints, report
         self.data = self.run_dir / "data"
-        self.summary: dict = {"plan_s": PLAN, "settings": {k: str(v) for k, v in vars(args).items()}, "phases": {}}
+        self.summary: dict = {"plan_s": PLAN, "command": " ".join(["scripts/gpu_run.sh", *args.argv]),
+                              "settings": {k: str(v) for k, v in vars(args).items() if k != "argv"}, "phases": {}}
         self.env = dict(os.environ)
         self.env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(self.work / "site"), skipview_source(self.work),
                                                                os.environ.get("PYTHONPATH")])),
@@ -84,7 +93,8 @@ class Runner:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.work / "install.json").unlink(missing_ok=True)
         shutil.rmtree(self.work / "site", ignore_errors=True)          # a rerun of the first command
-        record = {"plan_s": INSTALL_S, "unpack_s": gpu_bundle.unpack(self.args.bundle, self.work)}
+        record = {"plan_s": INSTALL_S, "command": self.summary["command"],
+                  "unpack_s": gpu_bundle.unpack(self.args.bundle, self.work)}
         try:
             record["preflight"] = json.loads(self.python(PREFLIGHT, str(self.args.gpus_per_worker),
                                                          timeout=120 * self.args.plan_scale))
@@ -140,7 +150,8 @@ class Runner:
     def compare_study(self, steps: int, epochs: int | None) -> Path:
         """The comparison as a study file of its own, in a folder laid out as a checkout (studies/ with the
         catalogue, data/<corpus> and data/senteval linked to the unpacked bundle): the profile's base at the paper's
-        d, the compared rows of the catalogue, one seed, no reference rows."""
+        d, the compared rows of the catalogue and uSIF on the same vectors (a reference row, run after them), one
+        seed."""
         folder = self.run_dir / "compare_study"
         (folder / "studies").mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPOSITORY / "studies" / "catalogue.yaml", folder / "studies" / "catalogue.yaml")
@@ -156,7 +167,7 @@ class Runner:
                        (word.partition("=") for word in self.args.compare_set.split())}}
         study = {"question": f"The multi-view f against f alone at d {self.args.hidden} on a GPU (issue 40)",
                  "corpus": "gpu", "config": str(REPOSITORY / PROFILE_CONFIG), "settings": settings,
-                 "cells": self.args.cells.split(","), "claims": ["table6"], "seeds": 1, "references": False,
+                 "cells": [*self.args.cells.split(","), self.args.baseline], "claims": ["table6"], "seeds": 1,
                  "tasks": TASKS.split(","), "protocol": "fast", "component_fit": "subset",
                  "gpus_per_worker": self.args.gpus_per_worker, "cpus_per_worker": self.args.cpus_per_worker}
         path = folder / "studies" / "gpu_compare.yaml"
@@ -172,7 +183,7 @@ class Runner:
         overhead = measured.get("wall_s", 0) - measured.get("phases_s", {}).get("steps", 0) or FALLBACK_OVERHEAD_S
         batch = self.args.batch_size
         models = len(self.args.cells.split(","))
-        per_model_s = (self.guard("compare") - 30) / models - overhead   # 30 s: the study's report
+        per_model_s = (self.guard("compare") - 45) / models - overhead   # 45 s: uSIF's evaluation, the report
         fit = max(int(rate * per_model_s * 0.9 / batch), 1)           # 10 % margin: a model's rate varies
         sentences = int(json.loads((self.data / "prepared" / "meta.json").read_text())["sentences"])
         full = self.args.epochs * (sentences // batch)
@@ -232,7 +243,9 @@ class Runner:
                            f"runpy.run_path({str(path)!r}, run_name='__main__')", timeout=120 * self.args.plan_scale)
 
     def collect(self) -> None:
-        """summary.json and results.tar.gz into OUT (rewritten after every phase: a cut run keeps what it has)."""
+        """gpu_platform.json, summary.json and results.tar.gz into OUT (rewritten after every phase: a cut run
+        keeps what it has)."""
+        (self.out / "gpu_platform.json").write_text(json.dumps(platform_record(self.summary), indent=2) + "\n")
         (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
         with tempfile.NamedTemporaryFile(dir=self.out, suffix=".partial", delete=False) as partial:
             with tarfile.open(fileobj=partial, mode="w:gz") as tar:
@@ -330,6 +343,84 @@ def beside_cpu_table(report: dict) -> dict:
     return out
 
 
+def platform_record(summary: dict) -> dict:
+    """The run's figures as reports/benchmarks/gpu_platform.json keeps them: what ran where, the profile's rate and
+    share of time outside steps, and each compared view's scores beside the CPU table's (h 256) and uSIF's."""
+    preflight = summary.get("install", {}).get("preflight", {})
+    profile, compare, phases = summary.get("profile", {}), summary.get("compare", {}), summary.get("phases", {})
+    return {
+        "device": preflight.get("device"), "torch": preflight.get("torch"), "cuda": preflight.get("cuda"),
+        "python": preflight.get("python"), "ray": preflight.get("ray"), "mlflow": preflight.get("mlflow"),
+        "commands": {"install": summary.get("install", {}).get("command"), "run": summary.get("command"),
+                     **{phase: phases.get(phase, {}).get("command") for phase in ("profile", "compare")}},
+        "phases": {phase: {k: v for k, v in record.items() if k != "command"} for phase, record in phases.items()},
+        "profile": {"config": PROFILE_CONFIG, "batch_size": int(summary["settings"]["batch_size"]),
+                    **{k: profile.get(k) for k in ("steps", "wall_s", "sentences_per_s_of_steps",
+                                                   "share_outside_steps", "phases_s", "mlflow_run")}},
+        "compare": {"hidden_size": int(summary["settings"]["hidden"]),
+                    **{k: compare.get(k) for k in ("steps_per_model", "epochs_fit", "scores")}},
+    }
+
+
+RESULTS_BEGIN = "<!-- gpu results: written by `scripts/gpu_run.py report` from gpu_platform.json; do not edit -->"
+RESULTS_END = "<!-- end of gpu results -->"
+
+
+def results_markdown(record: dict) -> str:
+    """gpu_platform.json's figures as the Markdown's results block."""
+    profile, compare = record["profile"], record["compare"]
+    lines = [f"Measured on **{record['device']}** (torch {record['torch']}, CUDA {record['cuda']}, Python "
+             f"{record['python']}, Ray {record['ray']}, MLflow {record['mlflow']}); phases: "
+             + ", ".join(f"{p} {v.get('status')} in {v.get('seconds')} s" for p, v in record["phases"].items()) + ".",
+             "",
+             f"**The profile** (`{profile['config']}`, N {profile['batch_size']}): {profile['steps']} steps, "
+             f"{profile['sentences_per_s_of_steps']} sentences/s of steps; {profile['share_outside_steps']} of the "
+             f"{profile['wall_s']} s of wall time outside steps; phases (s): "
+             + ", ".join(f"{k} {v}" for k, v in (profile.get("phases_s") or {}).items()) + ".",
+             "",
+             f"**The comparison at h {compare['hidden_size']}**: {compare['steps_per_model']} steps per model "
+             f"({compare['epochs_fit']} epochs); Pearson ×100 on this run's vectors, (in brackets) the CPU table's "
+             "h 256 mean over its seeds on the full vectors.", ""]
+    scores = compare.get("scores") or {}
+    tasks = [*TASKS.split(","), "sts_avg"]
+    lines += ["| row/view | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
+    for row, by_task in scores.items():
+        cells = [f"{shown(by_task.get(t, {}).get('gpu'))} ({shown(by_task.get(t, {}).get('cpu_h256'))})"
+                 for t in tasks]
+        lines.append(f"| `{row}` | " + " | ".join(cells) + " |")
+    lines += ["", "The commands:", ""] + [f"- {k}: `{v}`" for k, v in record["commands"].items() if v]
+    return "\n".join(lines)
+
+
+def shown(score: float | None) -> str:
+    return "–" if score is None else str(score)
+
+
+def report(source: Path, markdown: Path) -> int:
+    """Back here: OUT's gpu_platform.json beside the Markdown, and its figures into the Markdown's results block
+    (each file replaced whole, so a failed call leaves both as they were)."""
+    record_path = source / "gpu_platform.json"
+    if not record_path.is_file():
+        raise SystemExit(f"error: {record_path}: no gpu_platform.json there (the folder where the second "
+                         "command's OUT came back)")
+    try:
+        record = json.loads(record_path.read_text())
+    except json.JSONDecodeError as error:
+        raise SystemExit(f"error: {record_path}: line {error.lineno}: not JSON ({error.msg}); a cut transfer?") from None
+    text = markdown.read_text()
+    begin, end = text.find(RESULTS_BEGIN), text.find(RESULTS_END)
+    if begin < 0 or end < begin:
+        raise SystemExit(f"error: {markdown}: no results block (the lines {RESULTS_BEGIN!r} and {RESULTS_END!r})")
+    block = f"{RESULTS_BEGIN}\n{results_markdown(record)}\n"
+    for path, content in ((markdown.with_suffix(".json"), json.dumps(record, indent=2) + "\n"),
+                          (markdown, text[:begin] + block + text[end:])):
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(content)
+        os.replace(partial, path)
+    print(f"gpu_run report: {markdown.with_suffix('.json')} and the results block of {markdown}")
+    return 0
+
+
 # imports what the phases need, in their order, and names the first that fails; checks the GPU when one is asked for
 PREFLIGHT = """
 import importlib, json, sys
@@ -345,6 +436,7 @@ import torch
 if float(sys.argv[1]) > 0 and not torch.cuda.is_available():
     sys.exit("--gpus-per-worker > 0 but torch sees no CUDA device")
 versions["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+versions["cuda"] = torch.version.cuda
 versions["python"] = sys.version.split()[0]
 versions["ray_from"] = importlib.import_module("ray").__file__
 print(json.dumps(versions))
@@ -371,9 +463,18 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--profile-steps", type=int, default=2306, help="one epoch of the corpus at N 512")
     run.add_argument("--epochs", type=int, default=3, help="the most epochs the compared models train")
     run.add_argument("--cells", default=COMPARE_CELLS, help="the compared rows of studies/catalogue.yaml")
+    run.add_argument("--baseline", default=BASELINE, help="the reference row evaluated on the same vectors")
     run.add_argument("--profile-set", default="", help="extra settings for the profile, 'key=value ...'")
     run.add_argument("--compare-set", default="", help="extra settings for the compared models")
+    back = calls.add_parser("report", help="back here: OUT's gpu_platform.json beside the Markdown, its figures into it")
+    back.add_argument("--from", dest="source", metavar="FOLDER", type=Path, required=True,
+                      help="where OUT's files came back (the run tool's files_at)")
+    back.add_argument("--markdown", type=Path, default=REPOSITORY / "reports" / "benchmarks" / "gpu_platform.md",
+                      help="the Markdown with the results block; the JSON goes beside it (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.call == "report":
+        return report(args.source, args.markdown)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     manifest = args.bundle / "manifest.json"
     if not manifest.is_file():
         raise SystemExit(f"error: {manifest}: no bundle part there (make the bundle with scripts/gpu_bundle.py "

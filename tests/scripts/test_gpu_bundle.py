@@ -97,6 +97,57 @@ def test_a_call_given_the_other_part_fails_in_one_line(tmp_path):
     assert not (tmp_path / "work").exists()
 
 
+def test_report_puts_the_record_beside_the_markdown_and_fills_its_results_block(tmp_path):
+    """``gpu_run.py report``: OUT's gpu_platform.json beside the Markdown, its figures in the results block; a folder
+    without the record, a cut record or a Markdown without the block fails in one line and changes nothing."""
+    import gpu_run
+
+    summary = {"command": "scripts/gpu_run.sh run", "settings": {"batch_size": "512", "hidden": "1024"},
+               "install": {"command": "scripts/gpu_run.sh install",
+                           "preflight": {"device": "NVIDIA H200", "torch": "2.13.0", "cuda": "13.0",
+                                         "python": "3.12.3", "ray": "2.60.0", "mlflow": "3.17.2"}},
+               "phases": {"unpack": {"seconds": 12.0, "status": "ok"},
+                          "profile": {"command": "python -m skipview.platform.cli train", "seconds": 95.1,
+                                      "status": "ok"}},
+               "profile": {"steps": 2306, "wall_s": 95.1, "sentences_per_s_of_steps": 40123.4,
+                           "share_outside_steps": 0.68, "phases_s": {"steps": 30.4}},
+               "compare": {"steps_per_model": 2000, "epochs_fit": 0.87,
+                           "scores": {"disc-fg/f": {"sts14": {"gpu": 61.2, "cpu_h256": 58.3}},
+                                      "fasttext-usif/ensemble": {"sts14": {"gpu": 63.0, "cpu_h256": 63.1}}}}}
+    out = tmp_path / "back"
+    out.mkdir()
+    (out / "gpu_platform.json").write_text(json.dumps(gpu_run.platform_record(summary)))
+    markdown = tmp_path / "gpu_platform.md"
+    page = f"# title\n\n{gpu_run.RESULTS_BEGIN}\nNot yet run.\n{gpu_run.RESULTS_END}\n\nafter\n"
+    markdown.write_text(page)
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "gpu_platform.json").write_text('{"device": "NVIDIA H')
+    for source, text, wanted in ((tmp_path / "empty", page, "no gpu_platform.json"),
+                                 (tmp_path / "cut", page, "gpu_platform.json: line 1: not JSON"),
+                                 (out, "# no block\n", "gpu_platform.md: no results block")):
+        markdown.write_text(text)
+        with pytest.raises(SystemExit) as stopped:
+            gpu_run.main(["report", "--from", str(source), "--markdown", str(markdown)])
+        assert "\n" not in str(stopped.value) and wanted in str(stopped.value)
+        assert markdown.read_text() == text and not markdown.with_suffix(".json").exists()
+
+    markdown.write_text(page)
+    assert gpu_run.main(["report", "--from", str(out), "--markdown", str(markdown)]) == 0
+    record = json.loads(markdown.with_suffix(".json").read_text())
+    assert record["device"] == "NVIDIA H200" and record["cuda"] == "13.0"
+    assert record["profile"] == {"config": gpu_run.PROFILE_CONFIG, "batch_size": 512, "steps": 2306, "wall_s": 95.1,
+                                 "sentences_per_s_of_steps": 40123.4, "share_outside_steps": 0.68,
+                                 "phases_s": {"steps": 30.4}, "mlflow_run": None}
+    assert record["phases"]["profile"] == {"seconds": 95.1, "status": "ok"}     # its command is under commands
+    text = markdown.read_text()
+    assert text.startswith("# title\n") and text.endswith(f"{gpu_run.RESULTS_END}\n\nafter\n")
+    assert "Not yet run" not in text and "**NVIDIA H200** (torch 2.13.0, CUDA 13.0" in text
+    assert "40123.4 sentences/s of steps" in text and "| `disc-fg/f` | – (–) | – (–) | 61.2 (58.3) | – (–) |" in text
+    assert "| `fasttext-usif/ensemble` | – (–) | – (–) | 63.0 (63.1) |" in text
+
+
 def image_blocker(folder: Path, bundled: set[str]) -> Path:
     """A sitecustomize that hides every top-level module of this venv's distributions that are
     neither on the GPU image nor in the bundle (skipview comes from the checkout, as on the machine)."""
@@ -181,15 +232,18 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     result = subprocess.run(
         [*runner, "run", "--bundle", str(bundle / "data"), *common, "--cpus-per-worker", "1", "--batch-size", "16",
          "--hidden", "12", "--profile-steps", "24", "--epochs", "1", "--profile-set", toy, "--compare-set", toy,
-         # one compared model: the second (f alone) is the same code path again, ~100 s on this loaded CPU
-         "--cells", "disc-fg"],
+         # one compared model: the second (f alone) is the same code path again, ~100 s on this loaded CPU; SIF for
+         # the default uSIF, whose a needs words more frequent than this toy vocabulary of 60 has (uSIF's own tests:
+         # tests/platform/evaluation/test_sts.py)
+         "--cells", "disc-fg", "--baseline", "fasttext-sif"],
         env=environment, capture_output=True, text=True, timeout=1800)
     assert (out / "summary.json").exists(), result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert result.returncode == 0, (result.stderr[-3000:], summary["phases"])
 
     # what comes back from the GPU machine: OUT flat, eight files at most
-    assert sorted(p.name for p in out.iterdir()) == ["compare.log", "profile.log", "results.tar.gz", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["compare.log", "gpu_platform.json", "profile.log",
+                                                      "results.tar.gz", "summary.json"]
     assert summary["install"]["preflight"] == preflight
     assert all(phase["status"] == "ok" for phase in summary["phases"].values())
     profile = summary["profile"]
@@ -197,9 +251,13 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     assert 0 < profile["share_outside_steps"] < 1
     assert summary["compare"]["steps_per_model"] == 12 * 60 // 16          # one epoch fits on this toy corpus
     scores = summary["compare"]["scores"]
-    assert set(scores) == {"disc-fg/f", "disc-fg/g", "disc-fg/ensemble"}
+    assert set(scores) == {"disc-fg/f", "disc-fg/g", "disc-fg/ensemble", "fasttext-sif/ensemble"}  # the baseline
     assert all(isinstance(scores[row]["sts14"]["gpu"], float) for row in scores)
     assert scores["disc-fg/f"]["sts14"]["cpu_h256"] is not None         # the CPU table beside it
+    record = json.loads((out / "gpu_platform.json").read_text())       # what reports/benchmarks/ keeps
+    assert record["device"] == "cpu" and record["torch"] == preflight["torch"] and "cuda" in record
+    assert record["profile"]["sentences_per_s_of_steps"] == profile["sentences_per_s_of_steps"]
+    assert record["compare"]["scores"] == scores and record["commands"]["run"].startswith("scripts/gpu_run.sh run")
     with tarfile.open(out / "results.tar.gz") as tar:
         names = tar.getnames()
     assert "report_compare/ablation.md" in names and "profile_metrics.json" in names
