@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--compare-set", default="", help="extra settings for the compared models")
     back = calls.add_parser("report", help="back here: OUT's gpu_platform.json beside the Markdown, its figures into it")
     back.add_argument("--from", dest="source", metavar="FOLDER", type=Path, required=True,
-                      help="where OUT's files came back (the run tool's files_at)")
+                      help="the folder OUT's files were copied back to")
     back.add_argument("--markdown", type=Path, default=REPOSITORY / "reports" / "benchmarks" / "gpu_platform.md",
                       help="the Markdown with the results block; the JSON goes beside it (default: %(default)s)")
     args = parser.parse_args(argv)
