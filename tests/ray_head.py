@@ -1,5 +1,5 @@
 """A real Ray head of one CPU started by `ray start --head`, as a user starts a cluster: its own ports (other Rays
-may run on this machine), the dashboard on 127.0.0.1, stopped through its own process group (never `ray stop`,
+may run on this machine), the dashboard on 127.0.0.1, killed through its own process group (never `ray stop`,
 which stops every Ray of the machine). `ray start` also records its address as the machine's current cluster (Ray's
 `ray_current_cluster` file, which a bare `ray.init()` then joins) and only `ray stop` forgets it: the fixture forgets
 its own, or the machine keeps naming a dead head (`<this machine's address>:<a test head's GCS port>`) to every
@@ -8,13 +8,15 @@ later bare `ray.init()`."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,48 +37,71 @@ class Head:
     gcs: str                # 127.0.0.1:PORT, what ray.init(address=...) uses
 
 
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 @contextmanager
-def ray_head(env: dict[str, str], *, cpus: int = 1, temp_dir: Path | None = None) -> Iterator[Head]:
-    """``temp_dir``: the head's own temporary folder (Ray's ``--temp-dir``; default /tmp/ray, shared with every Ray of
-    the machine). Keep its path short: Ray's sockets under it must fit in 107 bytes."""
-    dashboard, gcs = free_port(), free_port()
+def ray_head(env: dict[str, str], *, cpus: int = 1, temp_dir: Path | None = None,
+             timeout_s: float = 300) -> Iterator[Head]:
+    """``temp_dir``: the head's temporary folder (Ray's ``--temp-dir``; default: a new one of its own, removed after
+    it; never /tmp/ray, which every Ray of the machine shares). Keep its path short: Ray's sockets under it must fit
+    in 107 bytes.
+
+    The head is ready when its dashboard and its dashboard agent both listen: the agent is what takes a submitted
+    job. ``ray start``'s output is kept in a file and put into the failure when the head does not come up."""
+    own_temp_dir = temp_dir is None
+    if own_temp_dir:
+        temp_dir = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
+    dashboard, gcs, agent = free_port(), free_port(), free_port()
     ports = {"--port": gcs, "--dashboard-port": dashboard, "--ray-client-server-port": free_port(),
-             "--dashboard-agent-listen-port": free_port(), "--metrics-export-port": free_port(),
+             "--dashboard-agent-listen-port": agent, "--metrics-export-port": free_port(),
              "--runtime-env-agent-port": free_port(), "--node-manager-port": free_port(),
              "--object-manager-port": free_port(), "--dashboard-agent-grpc-port": free_port()}
     command = [str(Path(PYTHON_BIN) / "ray"), "start", "--head", "--block", f"--num-cpus={cpus}",
                "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-               "--disable-usage-stats", *[f"{flag}={port}" for flag, port in ports.items()],
-               *([f"--temp-dir={temp_dir}"] if temp_dir is not None else [])]
-    head = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+               "--disable-usage-stats", f"--temp-dir={temp_dir}", *[f"{flag}={port}" for flag, port in ports.items()]]
+    output = tempfile.NamedTemporaryFile("w+", prefix="ray-start-", suffix=".log")
+    head = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def failure(what: str) -> str:
+        output.seek(0)
+        return f"{what}; `ray start` printed:\n{output.read()[-6000:]}"
+
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", dashboard)) == 0:
-                    break
+        deadline = time.monotonic() + timeout_s
+        while not (port_open(dashboard) and port_open(agent)):
             if head.poll() is not None:
-                pytest.fail(f"ray start exited with {head.returncode}")
-            time.sleep(1)
-        else:
-            pytest.fail("the Ray head did not open its dashboard in 180 s")
-        time.sleep(3)
+                pytest.fail(failure(f"ray start exited with {head.returncode}"))
+            if time.monotonic() > deadline:
+                pytest.fail(failure(f"the Ray head did not open its dashboard ({dashboard}) and its agent "
+                                    f"({agent}) in {timeout_s:.0f} s"))
+            time.sleep(0.2)
         yield Head(f"http://127.0.0.1:{dashboard}", f"127.0.0.1:{gcs}")
     finally:
-        os.killpg(head.pid, signal.SIGTERM)        # --block: the head stops its raylet/GCS on SIGTERM
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
+        stop_group(head)
+        output.close()
         forget_address(gcs, temp_dir)
+        if own_temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def forget_address(gcs_port: int, temp_dir: Path | None) -> None:
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGKILL to the head's process group: every process of the head (GCS, raylet, dashboard, agents, workers) is in
+    it, and nothing of a test head needs a graceful end. SIGTERM, which ``--block`` answers by stopping its processes
+    one by one, took 34-60 s here. A group already gone is no error: the clean-up must never hide the failure that
+    brought it here."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def forget_address(gcs_port: int, temp_dir: Path) -> None:
     """Remove Ray's record of the current cluster if it still names this head (another head may have replaced it)."""
     from ray._common.utils import get_ray_address_file
 
-    record = Path(get_ray_address_file(str(temp_dir) if temp_dir is not None else None))
+    record = Path(get_ray_address_file(str(temp_dir)))
     try:
         if record.read_text().strip().endswith(f":{gcs_port}"):
             record.unlink()
