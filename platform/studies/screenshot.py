@@ -66,11 +66,14 @@ def mlflow_server(tracking_uri: str, timeout_s: float = 600.0, artifacts: Path |
     log = tempfile.TemporaryFile()
     # one worker process: uvicorn's supervisor kills workers that miss its 5 s start-up health check, which the
     # default four miss on a loaded 2-core machine (they die and are restarted forever)
+    # MLflow 3's job runner (a supervisor and about eight huey consumers, each importing MLflow) serves jobs nothing
+    # here submits: off, it is ten fewer processes starting beside the server
     process = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", tracking_uri, "--host", "127.0.0.1",
          "--port", str(port), "--workers", "1",
          *(["--artifacts-destination", str(artifacts)] if artifacts is not None else [])],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s

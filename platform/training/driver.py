@@ -263,9 +263,12 @@ LOCAL_HEAD_CONFIG = {"enable_metrics_collection": False, "task_events_report_int
 # globs every LOG_NAME_UPDATE_INTERVAL_S, and a new worker's file, read from its start, is merely found up to 5 s
 # later (lines of known files still go out within 0.1 s). The dashboard agent's reporter samples every process of
 # the node for the dashboard's node view every 5 s, and the dashboard records its own modules' CPU and memory as
-# metrics every 5 s: once a minute is enough for a page nobody opens.
+# metrics every 5 s: once a minute is enough for a page nobody opens. Ray Train starts a preemption watcher actor
+# per run (a process importing Ray Train, polling the node's drain state every 5 s): a local head's one node is
+# never drained by a cloud provider.
 LOCAL_HEAD_ENV = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0", "LOG_NAME_UPDATE_INTERVAL_S": "5",
-                  "REPORTER_UPDATE_INTERVAL_MS": "60000", "METRICS_RECORD_INTERVAL_S": "60"}
+                  "REPORTER_UPDATE_INTERVAL_MS": "60000", "METRICS_RECORD_INTERVAL_S": "60",
+                  "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
 
 
 @contextmanager
