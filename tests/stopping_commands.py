@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ class Stop:
     status: int
     seconds: float                  # from the signal to the exit
     output: str
-    left: list[str]                 # processes of the command's session alive 3 s after it exited
+    left: list[str]                 # processes of the command's session still alive 3 s after it exited
 
     @property
     def last_line(self) -> str:
@@ -53,8 +54,8 @@ def session_processes(sid: int) -> list[psutil.Process]:
 def stop(process: subprocess.Popen, signum: int, timeout: float) -> Stop:
     """Send ``signum`` as a cluster does (SIGTERM to the command) or as Ctrl-C does (SIGINT to its process group),
     then SIGCONT (to wake a command the test paused);
-    wait for the exit up to ``timeout`` (then kill everything and report it as status None); 3 s later, list what is
-    left of it."""
+    wait for the exit up to ``timeout`` (then kill everything and report it as status None); list what is left of it
+    3 s later (sooner once nothing is)."""
     sent = time.monotonic()
     if signum == signal.SIGINT:
         os.killpg(process.pid, signum)
@@ -68,10 +69,14 @@ def stop(process: subprocess.Popen, signum: int, timeout: float) -> Stop:
         os.killpg(process.pid, signal.SIGKILL)
         output, status = process.communicate()[0], None
     seconds = time.monotonic() - sent
-    time.sleep(3)
-    left = [f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in session_processes(process.pid)]
-    for p in session_processes(process.pid):
-        p.kill()
+    left = []
+    deadline = time.monotonic() + 3
+    while (alive := session_processes(process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)                             # what is still going may be on its way out: up to 3 s
+    for p in alive:
+        with suppress(psutil.NoSuchProcess):
+            left.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+            p.kill()
     return Stop(status, seconds, output, left)
 
 

@@ -23,6 +23,8 @@ from skipview.platform.training.loop import CORRUPT_TAG
 
 STEPS, CHECKPOINT_EVERY = 12, 4
 
+pytestmark = pytest.mark.slow                  # every test here runs Ray Train
+
 
 def settings_for(data, **objective) -> TrainSettings:
     corpus, wordvecs = data
@@ -78,11 +80,14 @@ def test_two_worker_run_records_everything(reference):
 def test_worker_failure_resumes_to_identical_parameters(reference, tiny_data, tmp_path, failure):
     ref_run, ref = reference
     marker = tmp_path / "failed-once"
-    # forward call 7 is step 7: after the checkpoint at step 4, so steps 5-6 are redone after the restart
-    settings = settings_for(tiny_data, fail_at_call=7, fail_rank=1, failure=failure, marker=str(marker), delay_s=8)
+    # forward call 7 is step 7: after the checkpoint at step 4 (registered first), so steps 5-6 are redone after the
+    # restart
+    settings = settings_for(tiny_data, fail_at_call=7, fail_rank=1, failure=failure, marker=str(marker),
+                            registered_before_failing=1)
     run = run_for(tmp_path, f"fault-{failure}")
     outcome = driver.train(settings, run)
     assert marker.exists(), "the failure was not injected"
+    assert marker.read_text().isdigit(), marker.read_text()             # the failed worker's pid, not a timeout
     assert outcome.metrics["step"] == STEPS
     ours, theirs = weights(outcome.model_dir), weights(ref.model_dir)
     assert ours.keys() == theirs.keys()
@@ -103,9 +108,10 @@ def test_truncated_latest_checkpoint_falls_back_to_the_previous_one(reference, t
     run = run_for(tmp_path, "truncated")
     # forward call 10: the checkpoints of steps 4 and 8 are registered; the step-8 one is cut in half, then a worker
     # fails, so the restarted group finds a corrupt latest checkpoint and must resume from step 4
-    settings = settings_for(tiny_data, fail_at_call=10, fail_rank=1, marker=str(marker), delay_s=8,
+    settings = settings_for(tiny_data, fail_at_call=10, fail_rank=1, marker=str(marker), registered_before_failing=2,
                             truncate_latest_in=str(Path(run.storage) / run.name))
     outcome = driver.train(settings, run)
+    assert marker.read_text().isdigit(), marker.read_text()
     truncated = (tmp_path / "failed-once.truncated").read_text()
     assert outcome.metrics["step"] == STEPS
     ours, theirs = weights(outcome.model_dir), weights(ref.model_dir)

@@ -20,6 +20,7 @@ from torch import nn
 from skipview.models.encoder import SentenceEncoder
 from skipview.models.objective import ExampleKind, Objective, ObjectiveOutput
 from skipview.models.views import LinearView, embed
+from skipview.platform.training import run_folder
 
 
 def _rank() -> int:
@@ -33,6 +34,27 @@ def _truncate_latest_checkpoint(run_dir: Path, marker: Path) -> None:
     data = state.read_bytes()
     state.write_bytes(data[: len(data) // 2])
     marker.with_name(marker.name + ".truncated").write_text(latest.name)
+
+
+def _wait_until_registered(count: int, marker: Path, timeout_s: float = 600) -> None:
+    """Block until the run's checkpoint snapshot (Ray's record of the checkpoints it can resume from, on whatever
+    storage the run uses) registers ``count`` checkpoints. A timeout is written into ``marker``, whose text the tests
+    check is the failed worker's pid."""
+    import ray.train
+
+    storage = ray.train.get_context().get_storage()
+    snapshot = f"{storage.experiment_fs_path}/{run_folder.SNAPSHOT}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with storage.storage_filesystem.open_input_stream(snapshot) as f:
+                names = run_folder.registered_names(f.read().decode())
+            if len([name for name in names if name.startswith("checkpoint_")]) >= count:
+                return
+        except (OSError, ValueError):           # not written yet, or caught mid-rewrite
+            pass
+        time.sleep(0.1)
+    marker.write_text(f"timeout: {snapshot} did not register {count} checkpoint(s) in {timeout_s:.0f} s")
 
 
 class TinyObjective(Objective):
@@ -53,9 +75,10 @@ class TinyObjective(Objective):
             marker = Path(s["marker"])
             if not marker.exists():                 # fail once: the restarted worker must get through
                 marker.write_text(str(os.getpid()))
-                # Ray registers a reported checkpoint at its next poll of the workers (every ~2 s): wait, so the
-                # restart has the last checkpoint to resume from rather than starting again from step 0
-                time.sleep(float(s.get("delay_s", 0)))
+                # Ray's controller registers a reported checkpoint at its next poll of the workers: wait for it, so
+                # the restart has the checkpoints the test means it to resume from rather than step 0
+                if s.get("registered_before_failing"):
+                    _wait_until_registered(int(s["registered_before_failing"]), marker)
                 if s.get("truncate_latest_in"):
                     _truncate_latest_checkpoint(Path(s["truncate_latest_in"]), marker)
                 if s.get("failure") == "sigkill":
