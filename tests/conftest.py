@@ -1,0 +1,60 @@
+"""What every test process owns alone, so test files run side by side (pytest-xdist, ``-n`` in pyproject.toml) without
+meeting: its own HOME (Ray's token in ~/.ray, caches) and its own Ray temporary folder (RAY_TMPDIR: Ray's sessions,
+sockets and the "current cluster" record a bare ``ray.init()`` would join), made before any test module is imported.
+Plus the one local Ray a test process shares across its modules (starting one costs seconds of both cores)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TRAINING_TESTS = Path(__file__).resolve().parent / "platform" / "training"
+_private: list[Path] = []
+
+
+def pytest_configure(config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    # short, under /tmp: Ray's socket paths below RAY_TMPDIR must fit in 107 bytes
+    root = Path(tempfile.mkdtemp(prefix=f"sv-{worker}-", dir="/tmp"))
+    _private.append(root)
+    (root / "home").mkdir()
+    (root / "ray").mkdir()
+    os.environ.update(HOME=str(root / "home"), RAY_TMPDIR=str(root / "ray"))
+
+
+def pytest_unconfigure(config) -> None:
+    for root in _private:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A private local Ray on 2 CPUs for this test process, started on first use and shared by every module that asks
+    for it. ``address="local"`` never joins a cluster someone else left running on the machine (a bare ``ray.init``
+    would, and then refuses ``num_cpus``). Its workers can import the training tests' objective (they inherit
+    PYTHONPATH)."""
+    import ray
+
+    from skipview.platform.training import driver
+
+    paths = [str(TRAINING_TESTS), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    sys.path.insert(0, str(TRAINING_TESTS))
+    driver.connect("local", cpus=2, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Test files with end-to-end (``slow``) tests first, each file's tests in their written order: run side by side,
+    the long files start at once instead of trailing behind the short ones."""
+    def has_slow(item) -> bool:
+        return item.get_closest_marker("slow") is not None
+
+    slow_files = {item.path for item in items if has_slow(item)}
+    items.sort(key=lambda item: item.path not in slow_files)        # a stable sort keeps each file's order
