@@ -42,6 +42,7 @@ def run_submit(address: str, env: dict[str, str], *command: str) -> subprocess.C
                            *command], env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
 
 
+@pytest.mark.slow
 def test_job_with_token_runs_this_checkouts_code(auth_head):
     address, token, home = auth_head
     done = run_submit(address, {**base_env(home), "RAY_AUTH_TOKEN": token}, "train", "--help")
@@ -50,6 +51,7 @@ def test_job_with_token_runs_this_checkouts_code(auth_head):
     assert "Train an objective on a prepared corpus" in done.stdout   # the job imported skipview
 
 
+@pytest.mark.slow
 def test_client_without_token_is_refused(auth_head, tmp_path):
     address, _, _ = auth_head
     done = run_submit(address, base_env(tmp_path), "train", "--help")
@@ -58,6 +60,7 @@ def test_client_without_token_is_refused(auth_head, tmp_path):
     assert f"error: {address} refused this client:" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_wrong_token_is_refused(auth_head, tmp_path):
     address, _, _ = auth_head
     done = run_submit(address, {**base_env(tmp_path), "RAY_AUTH_TOKEN": "not-the-token"}, "train", "--help")
@@ -72,6 +75,7 @@ def client_env(home: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_the_token_in_the_users_ray_folder_is_sent_without_ray_auth_mode(auth_head, tmp_path):
     address, token, _ = auth_head
     (tmp_path / ".ray").mkdir(mode=0o700)
@@ -81,6 +85,7 @@ def test_the_token_in_the_users_ray_folder_is_sent_without_ray_auth_mode(auth_he
     assert "SUCCEEDED" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_wrong_token_without_ray_auth_mode_is_reported_invalid_not_missing(auth_head, tmp_path):
     address, _, _ = auth_head
     done = run_submit(address, {**client_env(tmp_path), "RAY_AUTH_TOKEN": "not-the-token"}, "train", "--help")

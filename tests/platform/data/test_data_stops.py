@@ -55,6 +55,7 @@ def prepare_moment(moment: str, process) -> None:
     # left paused: the stop signal is sent to it paused, and it wakes to it (stop_signals.stop continues it)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["start-up", "mid-work", "worker-writing"])
 @pytest.mark.parametrize("name", ["sigterm", "sigint"])
 def test_a_stopped_prepare_leaves_nothing_and_its_rerun_is_byte_identical(big_corpus, reference, tmp_path, name,
@@ -73,6 +74,7 @@ def test_a_stopped_prepare_leaves_nothing_and_its_rerun_is_byte_identical(big_co
         assert filecmp.cmp(out / name, reference / name, shallow=False), name
 
 
+@pytest.mark.slow
 def test_a_prepare_killed_outright_leaves_no_process_of_it(big_corpus, tmp_path):
     process = start(["data", "prepare", str(big_corpus), str(tmp_path / "out"), "--workers", "2", "--no-progress"],
                     tmp_path)
@@ -97,6 +99,7 @@ def fasttext_training(process) -> bool:
     return any(child.num_threads() >= 11 for child in children)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["start-up", "mid-fasttext"])
 @pytest.mark.parametrize("name", ["sigterm", "sigint"])
 def test_a_stopped_wordvecs_leaves_nothing_and_its_rerun_writes_complete_vectors(prepared, tmp_path, name, moment):

@@ -78,6 +78,7 @@ def test_encoder_loads_from_an_mlflow_uri(logged, monkeypatch):
         np.testing.assert_allclose(load_encoder(location).encode(SENTENCES), expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_mlflow_models_serve_answers_with_embeddings(logged, tmp_path):
     uri, runs_uri, _, expected = logged
     with socket.socket() as s:

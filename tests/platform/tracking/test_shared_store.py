@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from skipview.platform.tracking import store
 
 PROCESSES = 4
@@ -27,6 +29,8 @@ ROUNDS = 5
 OPEN_AND_FINISH = """
 import sys, time
 from pathlib import Path
+
+import pytest
 import mlflow.store.tracking.sqlalchemy_store
 from skipview.platform.tracking import store
 index, folders = sys.argv[1], [Path(f) for f in sys.argv[2:]]
@@ -46,6 +50,7 @@ def error_line(stderr: str) -> str:
     return next((line for line in reversed(stderr.splitlines()) if "Error" in line or "Exception" in line), stderr)
 
 
+@pytest.mark.slow
 def test_processes_opening_a_fresh_store_together_all_record_their_runs(tmp_path):
     folders = [tmp_path / f"round{r}" for r in range(ROUNDS)]
     for folder in folders:

@@ -42,6 +42,7 @@ def test_objective_defaults_reach_params_and_tags(tmp_path):
                                               corpus=str(tmp_path)))
 
 
+@pytest.mark.slow
 def test_local_ray_answers_the_state_api_inside_its_processes(ray_session):
     """Ray Train's PlacementGroupCleaner frees the placement group of a dead controller (a trial stopped by ASHA,
     a killed run) only if Ray's state API answers inside Ray's processes; driver.connect starts the local Ray so
@@ -71,6 +72,7 @@ def test_local_ray_answers_the_state_api_inside_its_processes(ray_session):
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_local_ray_runs_with_a_token_that_was_private_from_the_start(tmp_path):
     """A fresh home: the token is created 0600 before Ray starts, and the cluster authenticates with it."""
     script = ("import ray, stat\n"

@@ -28,6 +28,7 @@ def sts14_words(limit: int = 400) -> list[str]:
     return [w for w, _ in counts.most_common(limit) if not w.startswith("<")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective,objective_settings,with_sts,precision", [
     ("gen", {"hidden_size": 6, "negatives": 2}, False, "auto"),
     # the loop's autocast branch (a GPU run's bf16) on CPU: same loop, same DDP, bf16 matrix products
