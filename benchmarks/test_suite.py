@@ -1,0 +1,174 @@
+"""How long the test suite takes from a fresh clone, and whether it passes: the README's full command, the fast tier,
+or `.ci/run` as CI runs it, at any commit, with what ran beside it.
+
+    python benchmarks/test_suite.py --ref 7965e15 --tier full --label before-full \
+        --out reports/benchmarks/test_suite.json
+    python benchmarks/test_suite.py --tier ci --label after-ci --beside "nothing" --out ...
+
+Each run clones the commit into a scratch folder with `../shared` beside it (as CI lays it out), runs
+`scripts/setup.sh` (timed apart, except for the `ci` tier, whose `.ci/run` sets up itself), then the tier's command
+with a JUnit report, from which it reads the counts and the slowest tests. The document holds one entry per label, so
+runs made at different times (before and after a change, idle and loaded) land in one file; `--markdown` renders
+that file as the table beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from emit import emit
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SHARED = REPOSITORY.parent / "shared"
+# The README's two test commands (section "Quick start" and "Testing"), run in the clone after scripts/setup.sh.
+TIERS = {
+    "full": [".venv/bin/python", "-m", "pytest"],
+    "fast": [".venv/bin/python", "-m", "pytest", "-m", "not slow"],
+    "ci": ["bash", ".ci/run"],
+}
+SLOWEST = 20
+
+
+def cpu_model() -> dict:
+    info = Path("/proc/cpuinfo").read_text()
+    model = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
+    flags = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
+    return {"model": model.group(1).strip() if model else "unknown", "cores": os.cpu_count(),
+            "native_bf16": bool(flags and "avx512_bf16" in flags.group(1).split())}
+
+
+def clone(ref: str, scratch: Path) -> tuple[Path, str]:
+    """A fresh clone of ``ref`` with ``../shared`` beside it, as CI lays out its clone."""
+    checkout = scratch / "skipview"
+    subprocess.run(["git", "clone", "--quiet", "--no-local", str(REPOSITORY), str(checkout)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", ref], cwd=checkout, check=True)
+    (scratch / "shared").symlink_to(SHARED.resolve())
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    return checkout, commit
+
+
+def timed(command: list[str], cwd: Path, log: Path, env: dict[str, str]) -> dict:
+    """Wall and CPU seconds of ``command`` and all its descendants that were waited for; its output kept in ``log``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    with log.open("w") as out:
+        code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"exit_code": code, "wall_s": round(wall, 1), "user_s": round(after.ru_utime - before.ru_utime, 1),
+            "sys_s": round(after.ru_stime - before.ru_stime, 1)}
+
+
+def junit_results(report: Path) -> dict:
+    """Counts and the slowest tests from pytest's JUnit report (one ``testcase`` per test, its set-up included)."""
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    durations, failures = [], []
+    for case in cases:
+        name = f"{case.get('classname', '')}::{case.get('name')}"
+        outcome = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        kind = {"failure": "failed", "error": "errors", "skipped": "skipped"}[outcome[0]] if outcome else "passed"
+        counts[kind] += 1
+        if kind in ("failed", "errors"):
+            failures.append(name)
+        durations.append((float(case.get("time", 0)), name))
+    durations.sort(reverse=True)
+    return {"counts": counts, "failures": failures,
+            "slowest": [{"test": name, "seconds": round(seconds, 1)} for seconds, name in durations[:SLOWEST]]}
+
+
+def closing_line(log: Path) -> str:
+    """pytest's last summary line (``== 510 passed in 812.3s ==``), as printed."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if re.match(r"^=+ .* in [\d.]+s", line)]
+    return lines[-1].strip("= ") if lines else ""
+
+
+def measure(ref: str, tier: str, beside: str, keep: Path) -> dict:
+    scratch = Path(tempfile.mkdtemp(prefix="suite-"))
+    try:
+        checkout, commit = clone(ref, scratch)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+        entry = {"commit": commit, "tier": tier, "command": " ".join(TIERS[tier]), "beside": beside,
+                 "machine": cpu_model(), "load_average_at_start": os.getloadavg(),
+                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        keep.mkdir(parents=True, exist_ok=True)
+        report = scratch / "junit.xml"
+        if tier == "ci":
+            # .ci/run is run as it is; the JUnit report reaches its pytest through PYTEST_ADDOPTS
+            env.update(CI="true", PYTEST_ADDOPTS=f"--junitxml={report}")
+            entry["run"] = timed(TIERS[tier], checkout, keep / f"{tier}-{commit}.log", env)
+        else:
+            entry["setup"] = timed(["scripts/setup.sh"], checkout, keep / f"setup-{commit}.log", env)
+            entry["run"] = timed([*TIERS[tier], f"--junitxml={report}"], checkout, keep / f"{tier}-{commit}.log",
+                                 env)
+        entry["pytest_summary"] = closing_line(keep / f"{tier}-{commit}.log")
+        if report.exists():
+            entry.update(junit_results(report))
+            shutil.copy(report, keep / f"{tier}-{commit}.junit.xml")
+        return entry
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def markdown(document: dict) -> str:
+    rows = ["| label | commit | tier | beside | wall | CPU (user + sys) | passed | failed | errors | skipped | pytest |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label, e in document["runs"].items():
+        c, run = e.get("counts", {}), e["run"]
+        rows.append(f"| {label} | {e['commit']} | {e['tier']} (`{e['command']}`) | {e['beside']} | "
+                    f"{run['wall_s'] / 60:.1f} min | {(run['user_s'] + run['sys_s']) / 60:.1f} min | "
+                    f"{c.get('passed', '')} | {c.get('failed', '')} | {c.get('errors', '')} | {c.get('skipped', '')} | "
+                    f"{e['pytest_summary']} |")
+    machines = {json.dumps(e["machine"], sort_keys=True) for e in document["runs"].values()}
+    out = ["# The test suite's wall time from fresh clones", "",
+           f"Written by `python benchmarks/test_suite.py --markdown {document.get('path', '')}`; each row by the "
+           "command in its `command` field of the JSON. Machine(s): "
+           + "; ".join(f"{m['model']}, {m['cores']} cores, native bf16: {m['native_bf16']}"
+                       for m in map(json.loads, machines)) + ".", "", *rows, ""]
+    for label, e in document["runs"].items():
+        if e.get("slowest"):
+            out += [f"## {label}: the {SLOWEST} slowest tests (set-up included)", "",
+                    *[f"- {s['seconds']:.1f} s `{s['test']}`" for s in e["slowest"]], ""]
+        if e.get("failures"):
+            out += [f"{label} failed: " + ", ".join(f"`{f}`" for f in e["failures"]), ""]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ref", default="HEAD", help="the commit to clone and test (default HEAD)")
+    parser.add_argument("--tier", choices=sorted(TIERS), default="full")
+    parser.add_argument("--label", help="the entry's key in --out (default TIER-COMMIT)")
+    parser.add_argument("--beside", default="nothing (idle machine)", help="what else ran on the machine")
+    parser.add_argument("--out", type=Path, help="the JSON to add this run to (a .md is written beside it)")
+    parser.add_argument("--logs", type=Path, default=Path(tempfile.gettempdir()) / "test_suite_logs",
+                        help="where each run's setup and pytest output is kept")
+    parser.add_argument("--markdown", type=Path, metavar="JSON", help="only render JSON's table beside it")
+    args = parser.parse_args()
+    if args.markdown:
+        document = json.loads(args.markdown.read_text())
+        args.markdown.with_suffix(".md").write_text(markdown({**document, "path": args.markdown}))
+        return
+    entry = measure(args.ref, args.tier, args.beside, args.logs)
+    document = json.loads(args.out.read_text()) if args.out and args.out.exists() else {"runs": {}}
+    document["runs"][args.label or f"{args.tier}-{entry['commit']}"] = entry
+    emit(document, args.out)
+    if args.out:
+        args.out.with_suffix(".md").write_text(markdown({**document, "path": args.out}))
+    sys.exit(0 if entry["run"]["exit_code"] == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
