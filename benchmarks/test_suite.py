@@ -19,6 +19,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,16 +60,24 @@ def clone(ref: str, scratch: Path) -> tuple[Path, str]:
     return checkout, commit
 
 
+def busy_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy (user, nice, system, interrupts) since boot, from /proc/stat."""
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, Path("/proc/stat").read_text().split()[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(command: list[str], cwd: Path, log: Path, env: dict[str, str]) -> dict:
-    """Wall and CPU seconds of ``command`` and all its descendants that were waited for; its output kept in ``log``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall seconds of ``command``; CPU seconds of it and its descendants that were waited for (``user_s``,
+    ``sys_s``: Ray's processes, reaped by others, are missing from them) and of the whole machine (``machine_cpu_s``:
+    everything, what ran beside it included); its output kept in ``log``."""
+    before, machine = resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
     start = time.monotonic()
     with log.open("w") as out:
         code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"exit_code": code, "wall_s": round(wall, 1), "user_s": round(after.ru_utime - before.ru_utime, 1),
-            "sys_s": round(after.ru_stime - before.ru_stime, 1)}
+            "sys_s": round(after.ru_stime - before.ru_stime, 1), "machine_cpu_s": round(busy_cpu_s() - machine, 1)}
 
 
 def junit_results(report: Path) -> dict:
@@ -95,7 +104,7 @@ def closing_line(log: Path) -> str:
     return lines[-1].strip("= ") if lines else ""
 
 
-def measure(ref: str, tier: str, beside: str, keep: Path) -> dict:
+def measure(ref: str, tier: str, beside: str, keep: Path, label: str | None) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="suite-"))
     try:
         checkout, commit = clone(ref, scratch)
@@ -104,39 +113,40 @@ def measure(ref: str, tier: str, beside: str, keep: Path) -> dict:
                  "machine": cpu_model(), "load_average_at_start": os.getloadavg(),
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         keep.mkdir(parents=True, exist_ok=True)
+        name = label or f"{tier}-{commit}"                 # the files this run keeps in ``keep``
         report = scratch / "junit.xml"
         if tier == "ci":
             # .ci/run is run as it is; the JUnit report reaches its pytest through PYTEST_ADDOPTS
             env.update(CI="true", PYTEST_ADDOPTS=f"--junitxml={report}")
-            entry["run"] = timed(TIERS[tier], checkout, keep / f"{tier}-{commit}.log", env)
+            entry["run"] = timed(TIERS[tier], checkout, keep / f"{name}.log", env)
         else:
-            entry["setup"] = timed(["scripts/setup.sh"], checkout, keep / f"setup-{commit}.log", env)
-            entry["run"] = timed([*TIERS[tier], f"--junitxml={report}"], checkout, keep / f"{tier}-{commit}.log",
-                                 env)
-        entry["pytest_summary"] = closing_line(keep / f"{tier}-{commit}.log")
+            entry["setup"] = timed(["scripts/setup.sh"], checkout, keep / f"{name}.setup.log", env)
+            entry["run"] = timed([*TIERS[tier], f"--junitxml={report}"], checkout, keep / f"{name}.log", env)
+        entry["pytest_summary"] = closing_line(keep / f"{name}.log")
         if report.exists():
             entry.update(junit_results(report))
-            shutil.copy(report, keep / f"{tier}-{commit}.junit.xml")
+            shutil.copy(report, keep / f"{name}.junit.xml")
         return entry
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def markdown(document: dict) -> str:
-    rows = ["| label | commit | tier | beside | wall | CPU (user + sys) | passed | failed | errors | skipped | pytest |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| label | commit | tier | beside | wall | CPU, waited-for processes | CPU, whole machine | passed | failed "
+            "| errors | skipped | pytest |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, e in document["runs"].items():
         c, run = e.get("counts", {}), e["run"]
+        machine = f"{run['machine_cpu_s'] / 60:.1f} min" if "machine_cpu_s" in run else "not measured"
         rows.append(f"| {label} | {e['commit']} | {e['tier']} (`{e['command']}`) | {e['beside']} | "
-                    f"{run['wall_s'] / 60:.1f} min | {(run['user_s'] + run['sys_s']) / 60:.1f} min | "
+                    f"{run['wall_s'] / 60:.1f} min | {(run['user_s'] + run['sys_s']) / 60:.1f} min | {machine} | "
                     f"{c.get('passed', '')} | {c.get('failed', '')} | {c.get('errors', '')} | {c.get('skipped', '')} | "
                     f"{e['pytest_summary']} |")
     machines = {json.dumps(e["machine"], sort_keys=True) for e in document["runs"].values()}
     out = ["# The test suite's wall time from fresh clones", "",
-           f"Written by `python benchmarks/test_suite.py --markdown {document.get('path', '')}`; each row by the "
-           "command in its `command` field of the JSON. Machine(s): "
+           f"Written by `python benchmarks/test_suite.py --markdown {document.get('path', '')}`; each row was measured "
+           "by the command in its `measured_by` field of the JSON, from a fresh clone. Machine(s): "
            + "; ".join(f"{m['model']}, {m['cores']} cores, native bf16: {m['native_bf16']}"
-                       for m in map(json.loads, machines)) + ".", "", *rows, ""]
+                       for m in map(json.loads, machines)) + ".", "", *rows, "", *document.get("notes", []), ""]
     for label, e in document["runs"].items():
         if e.get("slowest"):
             out += [f"## {label}: the {SLOWEST} slowest tests (set-up included)", "",
@@ -161,7 +171,8 @@ def main() -> None:
         document = json.loads(args.markdown.read_text())
         args.markdown.with_suffix(".md").write_text(markdown({**document, "path": args.markdown}))
         return
-    entry = measure(args.ref, args.tier, args.beside, args.logs)
+    entry = measure(args.ref, args.tier, args.beside, args.logs, args.label)
+    entry["measured_by"] = "python benchmarks/test_suite.py " + shlex.join(sys.argv[1:])
     document = json.loads(args.out.read_text()) if args.out and args.out.exists() else {"runs": {}}
     document["runs"][args.label or f"{args.tier}-{entry['commit']}"] = entry
     emit(document, args.out)
