@@ -29,6 +29,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from emit import emit
+from skipview.platform.tracking.lineage import cpu
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHARED = REPOSITORY.parent / "shared"
@@ -41,12 +42,9 @@ TIERS = {
 SLOWEST = 20
 
 
-def cpu_model() -> dict:
-    info = Path("/proc/cpuinfo").read_text()
-    model = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
-    flags = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
-    return {"model": model.group(1).strip() if model else "unknown", "cores": os.cpu_count(),
-            "native_bf16": bool(flags and "avx512_bf16" in flags.group(1).split())}
+def machine() -> dict:
+    model, native_bf16 = cpu()
+    return {"model": model, "cores": os.cpu_count(), "native_bf16": native_bf16}
 
 
 def clone(ref: str, scratch: Path) -> tuple[Path, str]:
@@ -70,14 +68,14 @@ def timed(command: list[str], cwd: Path, log: Path, env: dict[str, str]) -> dict
     """Wall seconds of ``command``; CPU seconds of it and its descendants that were waited for (``user_s``,
     ``sys_s``: Ray's processes, reaped by others, are missing from them) and of the whole machine (``machine_cpu_s``:
     everything, what ran beside it included); its output kept in ``log``."""
-    before, machine = resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
+    before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
     start = time.monotonic()
     with log.open("w") as out:
         code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"exit_code": code, "wall_s": round(wall, 1), "user_s": round(after.ru_utime - before.ru_utime, 1),
-            "sys_s": round(after.ru_stime - before.ru_stime, 1), "machine_cpu_s": round(busy_cpu_s() - machine, 1)}
+            "sys_s": round(after.ru_stime - before.ru_stime, 1), "machine_cpu_s": round(busy_cpu_s() - busy_before, 1)}
 
 
 def junit_results(report: Path) -> dict:
@@ -110,7 +108,7 @@ def measure(ref: str, tier: str, beside: str, keep: Path, label: str | None) -> 
         checkout, commit = clone(ref, scratch)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
         entry = {"commit": commit, "tier": tier, "command": " ".join(TIERS[tier]), "beside": beside,
-                 "machine": cpu_model(), "load_average_at_start": os.getloadavg(),
+                 "machine": machine(), "load_average_at_start": os.getloadavg(),
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         keep.mkdir(parents=True, exist_ok=True)
         name = label or f"{tier}-{commit}"                 # the files this run keeps in ``keep``

@@ -14,22 +14,21 @@ from pathlib import Path
 import pytest
 
 TRAINING_TESTS = Path(__file__).resolve().parent / "platform" / "training"
-_private: list[Path] = []
+PRIVATE_ROOT = pytest.StashKey[Path]()
 
 
 def pytest_configure(config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     # short, under /tmp: Ray's socket paths below RAY_TMPDIR must fit in 107 bytes
     root = Path(tempfile.mkdtemp(prefix=f"sv-{worker}-", dir="/tmp"))
-    _private.append(root)
+    config.stash[PRIVATE_ROOT] = root
     (root / "home").mkdir()
     (root / "ray").mkdir()
     os.environ.update(HOME=str(root / "home"), RAY_TMPDIR=str(root / "ray"))
 
 
 def pytest_unconfigure(config) -> None:
-    for root in _private:
-        shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(config.stash[PRIVATE_ROOT], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

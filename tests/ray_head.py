@@ -90,8 +90,8 @@ def ray_head(env: dict[str, str], *, cpus: int = 1, temp_dir: Path | None = None
 def stop_group(process: subprocess.Popen) -> None:
     """SIGKILL to the head's process group: every process of the head (GCS, raylet, dashboard, agents, workers) is in
     it, and nothing of a test head needs a graceful end. SIGTERM, which ``--block`` answers by stopping its processes
-    one by one, took 34-60 s here. A group already gone is no error: the clean-up must never hide the failure that
-    brought it here."""
+    one by one, took 34-60 s on a 2-core AMD EPYC. A group already gone is no error: the clean-up must never hide the
+    failure that brought it here."""
     with suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
