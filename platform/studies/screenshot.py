@@ -66,8 +66,8 @@ def mlflow_server(tracking_uri: str, timeout_s: float = 600.0, artifacts: Path |
     log = tempfile.TemporaryFile()
     # one worker process: uvicorn's supervisor kills workers that miss its 5 s start-up health check, which the
     # default four miss on a loaded 2-core machine (they die and are restarted forever)
-    # MLflow 3's job runner (a supervisor and about eight huey consumers, each importing MLflow) serves jobs nothing
-    # here submits: off, it is ten fewer processes starting beside the server
+    # MLflow 3's job runner (a runner process and its huey consumers, seven of them seen per server, each importing
+    # MLflow) serves jobs nothing here submits: off, none of them start beside the server
     process = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", tracking_uri, "--host", "127.0.0.1",
          "--port", str(port), "--workers", "1",
