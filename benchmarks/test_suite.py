@@ -21,19 +21,22 @@ import re
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+from contextlib import suppress
 from pathlib import Path
 
 from emit import emit
+from skipview.platform.files import write_text_aside
 from skipview.platform.tracking.lineage import cpu
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHARED = REPOSITORY.parent / "shared"
-# The README's two test commands (section "Quick start" and "Testing"), run in the clone after scripts/setup.sh.
+# The README's two test commands (its quick start), run in the clone after scripts/setup.sh; and what CI runs.
 TIERS = {
     "full": [".venv/bin/python", "-m", "pytest"],
     "fast": [".venv/bin/python", "-m", "pytest", "-m", "not slow"],
@@ -71,11 +74,30 @@ def timed(command: list[str], cwd: Path, log: Path, env: dict[str, str]) -> dict
     before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
     start = time.monotonic()
     with log.open("w") as out:
-        code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                   start_new_session=True)
+        try:
+            code = process.wait()
+        except BaseException:
+            stop_group(process)
+            raise
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"exit_code": code, "wall_s": round(wall, 1), "user_s": round(after.ru_utime - before.ru_utime, 1),
             "sys_s": round(after.ru_stime - before.ru_stime, 1), "machine_cpu_s": round(busy_cpu_s() - busy_before, 1)}
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 10) -> None:
+    """A stopped benchmark stops what it runs: SIGINT to the command's session (pytest tears its fixtures down, as on
+    Ctrl-C), SIGKILL to what is left of it after the grace (pip, under setup.sh, may not answer SIGINT at once)."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def junit_results(report: Path) -> dict:
@@ -154,6 +176,10 @@ def markdown(document: dict) -> str:
     return "\n".join(out)
 
 
+def write_markdown(json_path: Path, document: dict) -> None:
+    write_text_aside(json_path.with_suffix(".md"), markdown({**document, "path": json_path}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ref", default="HEAD", help="the commit to clone and test (default HEAD)")
@@ -166,16 +192,20 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, metavar="JSON", help="only render JSON's table beside it")
     args = parser.parse_args()
     if args.markdown:
-        document = json.loads(args.markdown.read_text())
-        args.markdown.with_suffix(".md").write_text(markdown({**document, "path": args.markdown}))
+        write_markdown(args.markdown, json.loads(args.markdown.read_text()))
         return
-    entry = measure(args.ref, args.tier, args.beside, args.logs, args.label)
+    # SIGTERM as Ctrl-C: the run's command is stopped and the scratch clone removed (measure's finally)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        entry = measure(args.ref, args.tier, args.beside, args.logs, args.label)
+    except KeyboardInterrupt:
+        sys.exit("stopped: the run's command was ended and its clone removed; no result was written")
     entry["measured_by"] = "python benchmarks/test_suite.py " + shlex.join(sys.argv[1:])
     document = json.loads(args.out.read_text()) if args.out and args.out.exists() else {"runs": {}}
     document["runs"][args.label or f"{args.tier}-{entry['commit']}"] = entry
     emit(document, args.out)
     if args.out:
-        args.out.with_suffix(".md").write_text(markdown({**document, "path": args.out}))
+        write_markdown(args.out, document)
     sys.exit(0 if entry["run"]["exit_code"] == 0 else 1)
 
 
