@@ -51,6 +51,14 @@ def top_component(z: torch.Tensor) -> torch.Tensor:
     return moment.top_component()
 
 
+def combine(processed: Sequence[torch.Tensor], mode: Mode) -> torch.Tensor:
+    """The views' post-processed vectors as one: averaged in unsupervised mode (paper 3.1, not re-normalised),
+    concatenated in supervised mode; a single view as it is."""
+    if len(processed) == 1:
+        return processed[0]
+    return torch.stack(list(processed)).mean(0) if mode == "unsupervised" else torch.cat(list(processed), dim=-1)
+
+
 class PostProcessing:
     """Top principal components per (view, mode); a missing entry means that combination was not fitted."""
 
@@ -142,7 +150,7 @@ class SentenceEncoder(nn.Module):
         component removal (L2 normalisation stays). ``components`` > 1 with "input": Ethayarajh (2018)'s
         piecewise removal of that many components, each scaled by its share of the squared singular values
         (not the multi-view paper's post-processing, which removes the top one whole)."""
-        names = self._select(view)
+        names = self.select_views(view)
         token_ids = self.token_ids(sentences)
         raw = self.raw_representations(token_ids, mode, names, batch_size, progress)
         if components != 1 and postprocessing != "input":
@@ -157,13 +165,19 @@ class SentenceEncoder(nn.Module):
             else:
                 processor = self.postprocessing if postprocessing in ("stored", "none") else postprocessing
             processed = [processor.apply(name, mode, raw[name], remove_pc=postprocessing != "none") for name in names]
-        if len(processed) == 1:
-            combined = processed[0]
-        elif mode == "unsupervised":
-            combined = torch.stack(processed).mean(0)
-        else:
-            combined = torch.cat(processed, dim=-1)
-        return combined.numpy().astype(np.float32, copy=False)
+        return combine(processed, mode).numpy().astype(np.float32, copy=False)
+
+    @torch.no_grad()
+    def represent(self, batch: Sentences, mode: Mode = "unsupervised", view: str = "ensemble",
+                  postprocessing: Literal["stored", "none"] = "stored") -> torch.Tensor:
+        """``encode``'s vectors for one padded batch of token ids (``token_ids``), on the model's device: what a
+        caller that batches for itself (sentence-transformers) runs per batch. Only the post-processing that does
+        not depend on the other sentences encoded with it ("stored", "none") can be applied batch by batch, and
+        padding never enters a pooled value, so the vectors equal ``encode``'s in any batching."""
+        names = self.select_views(view)
+        processed = [self.postprocessing.apply(name, mode, self.views[name].encode(batch, mode, self.word_vectors)
+                                               .float(), remove_pc=postprocessing != "none") for name in names]
+        return combine(processed, mode)
 
     def fit_postprocessing(self, sentences: Sequence[str] | Sequence[np.ndarray], *, batch_size: int = 256,
                            modes: Sequence[Mode] = MODES, store: bool = True,
@@ -184,7 +198,8 @@ class SentenceEncoder(nn.Module):
             self.postprocessing = fitted
         return fitted
 
-    def _select(self, view: str) -> list[str]:
+    def select_views(self, view: str) -> list[str]:
+        """The view names ``view`` stands for: all of them for "ensemble", else that one (an unknown name fails)."""
         if view == "ensemble":
             return self.view_names
         if view not in self.views:

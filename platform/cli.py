@@ -40,6 +40,7 @@ from skipview.platform.cluster import cli as cluster_cli
 from skipview.platform.data import cli as data_cli
 from skipview.platform.errors import DEBUG_HINT, one_line, user_error_types
 from skipview.platform.evaluation import cli as evaluation_cli
+from skipview.platform.export import cli as export_cli
 from skipview.platform.training import cli as training_cli
 from skipview.platform.studies import cli as studies_cli
 from skipview.platform.tuning import cli as tuning_cli
@@ -58,6 +59,7 @@ app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknow
     cluster_cli.submit)
 app.command("tune")(tuning_cli.tune)
 app.add_typer(studies_cli.app, name="study")
+app.add_typer(export_cli.app, name="export")
 
 # Help is sized to the terminal, 100 columns where there is none (a pipe, a log). Rich's boxed table needs 100: at 80
 # the option names leave 18 columns for the help, and rich cuts a longer word ("params.yaml:trai…") and even an

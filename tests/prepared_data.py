@@ -40,12 +40,14 @@ def write_prepared_corpus(path: Path, documents: list[list[list[str]]], vocab: V
 
 
 def write_training_data(root: Path, *, documents: int = 20, sentences_per_doc: int = 40,
-                        words: int | list[str] = 60, dim: int = 12, seed: int = 0) -> tuple[Path, Path]:
+                        words: int | list[str] = 60, dim: int = 12, seed: int = 0,
+                        counts: list[int] | None = None) -> tuple[Path, Path]:
     """``root/prepared`` and ``root/wordvecs``: documents that drift between topics of 5 words, so the next
-    sentence shares words with the current one and a contrastive objective has something to learn."""
+    sentence shares words with the current one and a contrastive objective has something to learn. ``counts``:
+    the vocabulary's corpus counts (frequency weights read them), 100 each by default."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(words)] if isinstance(words, int) else words
-    vocab = Vocab(list(SPECIALS) + words, [0] * len(SPECIALS) + [100] * len(words))
+    vocab = Vocab(list(SPECIALS) + words, [0] * len(SPECIALS) + (counts or [100] * len(words)))
     docs = []
     for _ in range(documents):
         doc, topic = [], rng.integers(len(SPECIALS), len(vocab), size=5)

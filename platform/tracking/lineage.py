@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import yaml
 
 SOURCE_DIR = Path(__file__).resolve().parent
 HARDWARE_TAG = "hardware"       # what the workers computed on (``hardware``), set by rank 0 at every (re)start
+COMMAND_TAG = "skipview.command"    # the command line that started the run, where a `skipview` command did
 
 
 def cpu() -> tuple[str, bool]:
@@ -125,9 +128,20 @@ def portable_path(path: str | Path) -> str:
     return resolved.relative_to(root).as_posix() if root is not None else str(path)
 
 
+def command_line() -> str | None:
+    """This process's command line as typed, when the process is the ``skipview`` command (``skipview ...`` or
+    ``python -m skipview.platform.cli ...``); None inside another program (a test, a notebook, a Tune trial)."""
+    program = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if program is not None and (program.name == "skipview" or program.resolve() == SOURCE_DIR.parent / "cli.py"):
+        return shlex.join(["skipview", *sys.argv[1:]])
+    return None
+
+
 def lineage_tags(corpus: str | Path, wordvecs: str | Path | None) -> dict[str, str]:
     tags = {"git_commit": git_commit(), "corpus.path": str(Path(corpus).resolve()),
             "corpus.hash": data_fingerprint(corpus)}
+    if (command := command_line()) is not None:
+        tags[COMMAND_TAG] = command
     if wordvecs is not None:
         tags.update({"wordvecs.path": str(Path(wordvecs).resolve()), "wordvecs.hash": data_fingerprint(wordvecs)})
     return tags

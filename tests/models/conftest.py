@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
+from objective_steps import train_steps
 from prepared_data import write_prepared_corpus
 
 from skipview.models.corpus import PreparedCorpus
@@ -72,26 +73,6 @@ def topic_corpus(tmp_path_factory) -> TopicCorpus:
     sentences = [" ".join(s) for doc in held_docs for s in doc]
     topics = np.array([t for doc, t in zip(held_docs, held_topics) for _ in doc])
     return TopicCorpus(corpus, held_out, sentences, topics, vectors, num_topics)
-
-
-def train_steps(objective, corpus: PreparedCorpus, steps: int, batch_size: int, lr: float, seed: int = 0):
-    """The trainer contract (models/objective.py) on CPU: forward, backward, Adam step, after_optimizer_step."""
-    torch.manual_seed(seed)
-    optimiser = torch.optim.Adam([p for p in objective.parameters() if p.requires_grad], lr=lr)
-    from skipview.models.batching import iterate_batches
-    done, epoch = 0, 0
-    while done < steps:
-        for batch in iterate_batches(corpus, objective.example_kind, batch_size, seed=seed, epoch=epoch):
-            output = objective(batch)
-            optimiser.zero_grad()
-            output.loss.backward()
-            optimiser.step()
-            objective.after_optimizer_step()
-            done += 1
-            if done == steps:
-                return output
-        epoch += 1
-    return output
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Trained models in other tools' formats: ``skipview export``."""
