@@ -20,7 +20,9 @@ from skipview.platform.errors import one_line
 from skipview.platform.evaluation.report import metrics_table
 from skipview.platform.files import write_json_aside
 
-ModelOpt = Annotated[Optional[Path], typer.Option("--model", help="Trained model directory (SentenceEncoder.load).")]
+ModelOpt = Annotated[Optional[Path], typer.Option(
+    "--model", help="Trained model directory (SentenceEncoder.load), or a sentence-transformers folder (`skipview "
+                    "export sentence-transformers`), which encodes as it was exported.")]
 BaselineOpt = Annotated[Optional[str], typer.Option(
     "--baseline", help="Training-free baseline instead of --model: 'avg' (fastText average), 'wr' (average with "
                        "the top principal component removed) or 'sif' (Arora et al. 2017: words weighted "
@@ -85,8 +87,16 @@ def build_encoder(model: Path | None, baseline: str | None, wordvecs: Path | Non
     if model is not None:
         import torch
 
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if (model / "modules.json").is_file():         # a sentence-transformers folder: it encodes as exported
+            from skipview.platform.evaluation.encoding import SentenceTransformerEncoder
+
+            if view != "ensemble" or component_fit not in (None, "corpus"):
+                raise typer.BadParameter(f"{model} is a sentence-transformers model: it encodes with the view and "
+                                         "post-processing it was exported with (no --view; --component-fit corpus)")
+            return SentenceTransformerEncoder(model, device=device)
         from skipview.models.encoder import SentenceEncoder  # heavy; only when a model is evaluated
-        loaded = SentenceEncoder.load(model, device=device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        loaded = SentenceEncoder.load(model, device=device)
         if view != "ensemble" and view not in loaded.view_names:
             raise typer.BadParameter(f"--view {view}: {model} has views {loaded.view_names} (or 'ensemble')")
         return ModelEncoder(loaded, view=view, component_fit=component_fit or "corpus")

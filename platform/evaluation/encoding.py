@@ -60,6 +60,23 @@ class ModelEncoder:
                                  components=self.components)
 
 
+class SentenceTransformerEncoder:
+    """A sentence-transformers model folder (``skipview export sentence-transformers``'s, or any local one) as the
+    suite sees it: the model's own vectors in both modes, with its own post-processing (``component_fit`` "corpus":
+    nothing is fitted here). ``trust_remote_code``: an exported skipview model's module is skipview's own class,
+    which sentence-transformers imports only when told to; the folder is the user's own choice of model."""
+
+    component_fit: ComponentFit = "corpus"
+
+    def __init__(self, folder, device: str = "cpu"):
+        from sentence_transformers import SentenceTransformer       # the optional extra skipview[st]
+
+        self.model = SentenceTransformer(str(folder), device=device, trust_remote_code=True)
+
+    def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
+        return self.model.encode(list(sentences), convert_to_numpy=True)
+
+
 class CombinedEncoder:
     """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
     the average of the post-processed vectors (unsupervised), their concatenation (supervised). The parts share

@@ -93,8 +93,7 @@ def _training(encoder: SentenceEncoder, record: dict | None) -> list[str]:
 def _scores(scores: list[dict], headline: tuple[str, ...]) -> list[str]:
     if not scores:
         return ["## Scores", "", "No evaluation record was given at export (`--scores`).", ""]
-    keys = list(headline) or sorted({key for record in scores for key in record["metrics"]
-                                     if key.endswith(("spearman.all", "spearman")) and key.count(".") <= 2})
+    keys = list(headline) or sorted({key for record in scores for key in record["metrics"] if _headline(key)})
     names = [record.get("label") or Path(str(record["encoder"])).name for record in scores]
     lines = ["## Scores", "", "Each column is one `skipview evaluate` record (x100); the first is this model.", "",
              "| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -102,5 +101,13 @@ def _scores(scores: list[dict], headline: tuple[str, ...]) -> list[str]:
         cells = [f"{record['metrics'][key]:.2f}" if key in record["metrics"] else "–" for record in scores]
         lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
     protocols = {json.dumps(record.get("protocol"), sort_keys=True) for record in scores}
-    lines += ["", f"Evaluation protocol: {', '.join(sorted(protocols))}."]
+    fits = ", ".join(f"{name}: {record.get('component_fit')}" for name, record in zip(names, scores))
+    lines += ["", f"Evaluation protocol: {', '.join(sorted(protocols))}. Where the principal component was "
+              f"fitted (`--component-fit`): {fits}."]
     return lines + [""]
+
+
+def _headline(key: str) -> bool:
+    """A task's one headline figure, as the README's results quote them: Spearman over all pairs for a similarity
+    task (``sts14.spearman.all``), accuracy for a classification task (``mr.acc``)."""
+    return (key.count(".") == 2 and key.endswith(".spearman.all")) or (key.count(".") == 1 and key.endswith(".acc"))

@@ -146,3 +146,29 @@ def test_a_refused_export_names_the_path_in_one_line_and_writes_nothing(data, tm
     done = export(model, tmp_path / "out", "--view", "h")
     assert done.returncode == 1 and "unknown view 'h'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".out", "out"))) == []
+
+
+@pytest.mark.slow
+def test_skipview_evaluate_scores_an_exported_folder_as_the_model_it_came_from(data, tmp_path):
+    """The suite reads a sentence-transformers folder through `--model`: the same STS14 as the model directory with
+    its stored components (`--component-fit corpus`), the post-processing the export keeps."""
+    from prepared_data import write_toy_sts14
+
+    model = trained_model("disc", data, tmp_path)
+    out = tmp_path / "st"
+    assert export(model, out).returncode == 0
+    senteval = write_toy_sts14(tmp_path / "senteval")
+    scores = {}
+    for name, path in (("skipview", model), ("sentence-transformers", out)):
+        record = tmp_path / f"{name}.json"
+        done = subprocess.run([*SKIPVIEW, "evaluate", "--model", str(path), "--tasks", "sts14", "--component-fit",
+                               "corpus", "--senteval-dir", str(senteval), "--output", str(record)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        scores[name] = json.loads(record.read_text())["metrics"]
+    assert scores["skipview"].keys() == scores["sentence-transformers"].keys()
+    for key, value in scores["skipview"].items():
+        assert scores["sentence-transformers"][key] == pytest.approx(value, abs=1e-3), key
+    done = subprocess.run([*SKIPVIEW, "evaluate", "--model", str(out), "--tasks", "sts14", "--view", "f",
+                           "--senteval-dir", str(senteval)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "encodes with the view and post-processing it was exported with" in done.stderr
