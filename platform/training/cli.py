@@ -32,6 +32,9 @@ def train(
                                                 help="SentEval data/downstream: periodic STS14"),
     output: Optional[Path] = typer.Option(None, help="write the final model directory here"),
     metrics: Optional[Path] = typer.Option(None, help="write the final metrics JSON here"),
+    keep_checkpoints: int = typer.Option(2, min=1, help="checkpoints kept: the latest, or with --senteval-dir the "
+                                                        "best by STS14 besides the latest (a curve over training "
+                                                        "time keeps them all)"),
 ) -> None:
     """Train an objective on a prepared corpus with Ray Train (DDP), checkpoints and MLflow tracking.
 
@@ -56,7 +59,8 @@ def train(
     run = RunSettings(name=name or driver.new_run_name(settings), storage=storage, workers=workers,
                       cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, max_failures=max_failures,
                       worker_wait_s=None if wait_for_workers == -1 else wait_for_workers,
-                      experiment=experiment, output=str(output) if output else None)
+                      experiment=experiment, output=str(output) if output else None,
+                      keep_checkpoints=keep_checkpoints)
     try:
         driver.check_local_resources(workers, cpus_per_worker, gpus_per_worker, address)
     except ValueError as error:
