@@ -165,18 +165,25 @@ def side_by_side(encoder: Encoder, name: str, senteval_dir: str | os.PathLike, t
     return rows
 
 
+def _verdict(row: dict) -> str:
+    return "yes" if row["agree"] else "no" if row["same_statistic"] else "n/a: not the same statistic"
+
+
 def markdown(report: dict) -> str:
     """The side-by-side tables of a ``skipview mteb-sts`` report, one per encoder, with the command that made them."""
     lines = [f"# MTEB's STS evaluation beside skipview's ({report['component_fit']} components)", "",
              f"Made by `{report['command']}` (mteb {report['mteb_version']}, data {report['senteval_dir']}).", "",
              "Cosine Spearman x100 of the same encoder on the same pairs: MTEB's (its `AbsTaskSTS` and "
              "`AnySTSEvaluator` on local tasks read by skipview's readers, no network) and skipview's suite "
-             f"(`skipview evaluate`). Agree: the same statistic, within {report['tolerance']}.", ""]
+             f"(`skipview evaluate`). Agree: the same statistic, within {report['tolerance']}. `mean`: MTEB's score "
+             "of an STS year (the mean of its subsets); `all (pooled)`: one correlation over every pair of the year, "
+             "as MTEB's registered STS12-14 tasks compute it; not the same statistic when the components are fitted "
+             "per call (MTEB then fits them on each side of the pooled year, skipview on each side of each subset).",
+             ""]
     for encoder, rows in report["encoders"].items():
         lines += [f"## {encoder}", "", "| task | subset | MTEB | skipview | skipview key | MTEB - skipview | agree |",
                   "| --- | --- | ---: | ---: | --- | ---: | --- |"]
         lines += [f"| {r['task']} | {r['subset']} | {r['mteb']:.2f} | {r['skipview']:.2f} | `{r['skipview_key']}` | "
-                  f"{r['difference']:+.4f} | {'yes' if r['agree'] else 'no' if r['same_statistic'] else 'n/a: not the same statistic'} |"
-                  for r in rows]
+                  f"{r['difference']:+.4f} | {_verdict(r)} |" for r in rows]
         lines.append("")
     return "\n".join(lines)
