@@ -4,6 +4,7 @@ STS task through MTEB's real evaluator, offline, checked against scipy; the side
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import socket
 import sys
@@ -66,8 +67,6 @@ def cosine_spearman(a, b, gold):
 
 
 def test_hub_is_off_once_the_module_is_imported():
-    import os
-
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_DATASETS_OFFLINE"] == "1"
 
 
