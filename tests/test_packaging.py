@@ -25,7 +25,8 @@ def test_numpy_torch_ray_import_with_the_repo_root_as_cwd_and_on_sys_path():
 def test_the_command_line_loads_without_torch_ray_or_mlflow():
     # `skipview --help` and `skipview data prepare` must not pay for the training stack (prepare's peak RSS
     # stays what the corpus needs); each command imports what it uses when it runs (platform/cli.py).
-    heavy = ("torch", "ray", "mlflow", "sklearn", "numpy", "pydantic", "yaml", "matplotlib", "pandas", "tqdm")
+    heavy = ("torch", "ray", "mlflow", "sklearn", "numpy", "pydantic", "yaml", "matplotlib", "pandas", "tqdm", "mteb",
+             "sentence_transformers", "datasets")
     code = ("import sys, skipview.platform.cli; "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)

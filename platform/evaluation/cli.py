@@ -1,4 +1,4 @@
-"""``skipview evaluate``, ``skipview neighbours``, ``skipview tsne``, ``skipview rank-images``.
+"""``skipview evaluate``, ``skipview mteb-sts``, ``skipview neighbours``, ``skipview tsne``, ``skipview rank-images``.
 
 Every command takes an encoder: ``--model DIR`` (a trained model directory, ``SentenceEncoder.load``) or
 ``--baseline avg|wr|sif|usif --wordvecs DIR`` (fastText average; with top-PC removal for ``wr``; SIF-weighted with
@@ -18,7 +18,7 @@ from rich.console import Console
 
 from skipview.platform.errors import one_line
 from skipview.platform.evaluation.report import metrics_table
-from skipview.platform.files import write_json_aside
+from skipview.platform.files import write_json_aside, write_text_aside
 
 ModelOpt = Annotated[Optional[Path], typer.Option(
     "--model", help="Trained model directory (SentenceEncoder.load), or a sentence-transformers folder (`skipview "
@@ -170,6 +170,64 @@ def evaluate(
         typer.echo(f"metrics written to {output}")
 
 
+class MtebComponentFit(str, Enum):
+    """The component fits whose statistic MTEB computes as skipview does: it encodes each side of each subset in its
+    own call, so a component fitted per call is fitted per side of a subset."""
+    corpus = "corpus"
+    subset_sides = "subset-sides"
+
+
+def mteb_sts(
+    models: Annotated[Optional[list[Path]], typer.Option(
+        "--model", help="Trained model directory (SentenceEncoder.load); repeat the option for several.")] = None,
+    baseline: BaselineOpt = None, wordvecs: WordvecsOpt = None, pc_corpus: PcCorpusOpt = None,
+    component_fit: Annotated[MtebComponentFit, typer.Option(
+        "--component-fit", help="'corpus' (a model's stored components; a baseline's fitted on --pc-corpus) or "
+                                "'subset-sides' (fitted on each side of each subset): the fits whose statistic MTEB, "
+                                "which encodes each side of each subset in its own call, computes as skipview does.")]
+    = MtebComponentFit.corpus,
+    view: ViewOpt = "ensemble", usif_n: UsifNOpt = 11, senteval_dir: SentevalOpt = None,
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated tasks (default: all). Known: sts12, sts13, "
+                                                      "sts14, stsb_unsup, sickr_unsup.")] = None,
+    output: Annotated[Path, typer.Option(help="JSON file to write; the Markdown table goes beside it (.md).")]
+    = Path("reports/mteb/sts.json"),
+    device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda when available).")] = None,
+) -> None:
+    """MTEB's own STS evaluation (cosine Spearman) of each encoder on the local SentEval files, offline, beside
+    skipview's on the same pairs; writes the side-by-side rows (JSON) and tables (Markdown). Needs the 'st' extra."""
+    import shlex
+    import sys
+    from importlib.metadata import version
+
+    try:
+        from skipview.platform.evaluation.mteb_sts import LOCAL_TASKS, TOLERANCE, markdown, side_by_side
+    except ModuleNotFoundError as error:
+        raise typer.BadParameter(f"{one_line(error)}: install the 'st' extra (pip install 'skipview[st]')") from error
+
+    names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else list(LOCAL_TASKS)
+    unknown = [t for t in names if t not in LOCAL_TASKS]
+    if unknown:
+        raise typer.BadParameter(f"--tasks: unknown {', '.join(unknown)}; known: {', '.join(LOCAL_TASKS)}")
+    chosen = [(m, None) for m in models or []] + ([(None, baseline)] if baseline else [])
+    if not chosen:
+        raise typer.BadParameter("give --model DIR (one or more) and/or --baseline avg|wr|sif|usif --wordvecs DIR")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    report = {"command": shlex.join(["skipview", *sys.argv[1:]]), "component_fit": component_fit.value,
+              "view": view, "senteval_dir": str(senteval_dir), "tolerance": TOLERANCE,
+              "mteb_version": version("mteb"), "encoders": {}}
+    for model, base in chosen:
+        encoder = build_encoder(model, base, wordvecs, pc_corpus, device=device, component_fit=component_fit.value,
+                                view=view, usif_n=usif_n)
+        name = _encoder_name(model, base)
+        try:
+            report["encoders"][name] = side_by_side(encoder, name, senteval_dir, names)
+        except (FileNotFoundError, KeyError, ValueError) as error:
+            raise typer.BadParameter(one_line(error)) from error
+    write_json_aside(output, report)
+    write_text_aside(output.with_suffix(".md"), markdown(report))
+    typer.echo(f"side by side written to {output} and {output.with_suffix('.md')}")
+
+
 neighbours_app = typer.Typer(help="Nearest neighbours by cosine: corpus sentences (skip-thought Table 2) or words "
                                   "(Table 3).", no_args_is_help=True)
 
@@ -288,6 +346,7 @@ def rank_images(
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the ``skipview`` app."""
     app.command("evaluate")(evaluate)
+    app.command("mteb-sts")(mteb_sts)
     app.add_typer(neighbours_app, name="neighbours")
     app.command("tsne")(tsne)
     app.command("rank-images")(rank_images)
