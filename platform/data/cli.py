@@ -141,6 +141,8 @@ def cut(
     seed: int = typer.Option(0, help="Seed of the documents' order; cuts of one corpus with one seed are nested."),
     overwrite: bool = typer.Option(False, help="Replace OUT if it exists."),
     metrics: Optional[Path] = typer.Option(None, help="Also write the cut's statistics to this JSON file."),
+    rest: bool = typer.Option(False, "--rest", help="Write the documents the cut leaves out instead: a held-out "
+                                                    "slice no model trained on the cut has read."),
 ) -> None:
     """Cut a prepared corpus to its first documents in an order drawn from --seed, until --sentences is reached:
     each cut is a prefix of every larger cut of the same seed (a learning curve's nested corpora). The vocabulary
@@ -151,7 +153,7 @@ def cut(
     from skipview.platform.data.staging import OutputExistsError
 
     try:
-        meta = cut_corpus(prepared, out, sentences, seed, overwrite=overwrite)
+        meta = cut_corpus(prepared, out, sentences, seed, overwrite=overwrite, rest=rest)
     except (BadInputError, OutputExistsError) as error:
         _fail(error)
     _write_json(metrics, cut_statistics(meta))

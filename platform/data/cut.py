@@ -4,7 +4,8 @@ The documents of the source corpus are put in one order drawn from ``seed``; the
 order holding at least ``sentences`` sentences (every document when the corpus has fewer, or when ``sentences`` is
 0). So cuts of the same source and seed are nested: each is a prefix of every larger one, and a model trained on a
 larger cut has read every sentence of the smaller one. Documents stay whole: no training example crosses a
-document (``doc_index.npy``), and a cut document is never half a book.
+document (``doc_index.npy``), and a cut document is never half a book. ``rest=True`` writes the documents the cut
+leaves out instead, in the same order: a held-out slice that no model trained on the cut has read.
 
 The result is a prepared corpus like ``skipview data prepare``'s (ARCHITECTURE.md section 2), as preparing only the
 cut's documents would make it: the vocabulary is counted again on the cut (SIF and uSIF weight words by these counts)
@@ -36,9 +37,10 @@ def document_order(documents: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(documents)
 
 
-def cut_corpus(prepared: str | Path, out: str | Path, sentences: int, seed: int, overwrite: bool = False) -> dict:
+def cut_corpus(prepared: str | Path, out: str | Path, sentences: int, seed: int, overwrite: bool = False,
+               rest: bool = False) -> dict:
     """Write the cut of ``prepared`` (at least ``sentences`` sentences of whole documents in the seeded order; 0 =
-    every document) to ``out``; returns its ``meta.json`` content."""
+    every document) to ``out``, or with ``rest`` the documents it leaves out; returns its ``meta.json`` content."""
     if sentences < 0:
         raise BadInputError(f"--sentences {sentences}: give a number of sentences >= 1 (0 = every document)")
     try:
@@ -49,10 +51,14 @@ def cut_corpus(prepared: str | Path, out: str | Path, sentences: int, seed: int,
     order = document_order(source.num_documents, seed)
     reached = np.cumsum(np.diff(bounds)[order])
     wanted = sentences or source.num_sentences
-    kept = order[: min(int(np.searchsorted(reached, wanted)) + 1, len(order))]
-    if reached[len(kept) - 1] < wanted:
+    cut = min(int(np.searchsorted(reached, wanted)) + 1, len(order))
+    if reached[cut - 1] < wanted:
         log.info("%s has %d sentences, fewer than the %d asked for: the cut is every document", prepared,
                  source.num_sentences, wanted)
+    kept = order[cut:] if rest else order[:cut]
+    if len(kept) == 0:
+        raise BadInputError(f"--rest of a cut of {wanted} sentences of {prepared} is empty: the cut holds every "
+                            "document")
 
     counts = np.zeros(len(source.vocab), dtype=np.int64)
     for doc in kept:
@@ -97,7 +103,9 @@ def cut_corpus(prepared: str | Path, out: str | Path, sentences: int, seed: int,
             **{key: source.meta[key] for key in ("tokenizer", "sentence_splitter", "options", "input")},
             "cut": {"seed": seed, "sentences_asked": sentences, "source_documents": source.num_documents,
                     "source_sentences": source.num_sentences,
-                    "source_vocab_sha256": hashlib.sha256((source.path / "vocab.tsv").read_bytes()).hexdigest()},
+                    "source_vocab_sha256": hashlib.sha256((source.path / "vocab.tsv").read_bytes()).hexdigest(),
+                    # only where set: a cut's own bytes stay as they were, so DVC sees the curve's cuts unchanged
+                    **({"rest": True} if rest else {})},
         }
         (folder / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     log.info("cut %s: %d of %d documents, %d of %d sentences, %d tokens, vocabulary %d", out, meta["documents"],

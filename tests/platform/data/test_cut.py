@@ -14,6 +14,7 @@ from skipview.models.corpus import PreparedCorpus
 from skipview.models.vocab import Vocab
 from skipview.platform.cli import app
 from skipview.platform.data.cut import cut_corpus, document_order
+from skipview.platform.data.readers import BadInputError
 from skipview.platform.data.prepare import PrepareOptions, prepare_corpus
 
 from data_samples import write_generated_books, write_jsonl
@@ -63,6 +64,19 @@ def test_cuts_are_nested_prefixes_of_whole_documents_in_the_seeded_order(source,
             cut.num_sentences, len(docs), sum(len(s) for doc in docs for s in doc))
         assert meta["cut"] == {**meta["cut"], "seed": 3, "sentences_asked": size,
                                "source_sentences": source.num_sentences}
+
+
+def test_the_rest_of_a_cut_is_every_other_document_in_the_same_order(source, tmp_path):
+    documents = decoded(source)
+    order = document_order(source.num_documents, seed=3)
+    cut = decoded(PreparedCorpus(cut_corpus(source.path, tmp_path / "cut", 120, seed=3) and tmp_path / "cut"))
+    meta = cut_corpus(source.path, tmp_path / "rest", 120, seed=3, rest=True)
+    rest = decoded(PreparedCorpus(tmp_path / "rest"))
+    assert rest == [documents[i] for i in order[len(cut):]] and len(cut) + len(rest) == source.num_documents
+    assert meta["cut"]["rest"] is True and meta["sentences"] == source.num_sentences - sum(map(len, cut))
+    with pytest.raises(BadInputError, match="is empty"):
+        cut_corpus(source.path, tmp_path / "none", 0, seed=3, rest=True)
+    assert not (tmp_path / "none").exists()
 
 
 def test_a_cut_is_byte_deterministic_and_its_order_follows_the_seed(source, tmp_path):
