@@ -88,10 +88,12 @@ def _chunked(hidden, weight, bias, targets, ignore_index, chunk_rows, gradients)
         # every logit, and the one-hot's products are the target rows of ``weight`` and ``chunk``
         scale = kept.to(chunk.dtype) / totals
         kept_rows = kept.to(chunk.dtype).unsqueeze(1)
+        # the bias's product first, while the exponentials are still in the cache from the sum: after the two large
+        # products have streamed weight and its gradient through, it ran at a third of its in-cache rate
+        grad_bias.addmv_(exponentials, scale)
+        grad_bias.index_add_(0, safe_targets, kept_rows.squeeze(1), alpha=-1)
         torch.mm(exponentials.T, weight, out=grad_hidden[rows])
         grad_hidden[rows].mul_(scale.unsqueeze(1)).sub_(weight[safe_targets] * kept_rows)
         grad_weight.addmm_(exponentials, chunk * scale.unsqueeze(1))
         grad_weight.index_add_(0, safe_targets, chunk * kept_rows, alpha=-1)
-        grad_bias.addmv_(exponentials, scale)
-        grad_bias.index_add_(0, safe_targets, kept_rows.squeeze(1), alpha=-1)
     return loss
