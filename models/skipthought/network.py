@@ -2,8 +2,10 @@
 
 Every recurrence runs over packed sequences, so padding never enters a state. On a GPU the ``fused`` form (below)
 is PyTorch's GRU, one cuDNN call; when training on a CPU it is unrolled step by step (``models/unrolled_gru.py``:
-ATen's packed CPU GRU spends much of its backward zero-filling buffers the size of the whole input), and the
-decoders project their context ``C h_i``, the same at every step, once per sentence instead of once per word.
+ATen's packed CPU GRU spends much of its backward zero-filling buffers the size of the whole input), each distinct
+word of the batch goes through a GRU's input projection once (``project_words``: the encoder and the decoders take
+the word vectors and the ids), and the decoders project their context ``C h_i``, the same at every step, once per
+sentence instead of once per word.
 
 The decoder's conditional GRU (eqs. 5-8) adds ``C_r h_i``, ``C_z h_i`` and ``C h_i`` to the gate and candidate
 pre-activations, outside the reset gate, exactly where a GRU adds its input projection. A GRU whose input at

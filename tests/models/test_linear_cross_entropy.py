@@ -58,3 +58,12 @@ def test_logits_far_beyond_exps_range_give_the_same_loss_and_gradients():
     assert results[0][0] > 100 and torch.isfinite(results[0][0])
     for chunked, whole in zip(*results):
         torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-5)
+
+
+def test_gradients_written_in_the_forward_pass_gradcheck():
+    """The gradients the forward writes (the softmax's division and the one-hot applied to the products' operands)
+    against finite differences, in float64, with an ignored row and chunks that do not divide the rows."""
+    hidden, weight, bias, targets = _problem()
+    inputs = [x.double().requires_grad_() for x in (hidden[:7], weight, bias)]   # row 3 is ignored
+    assert torch.autograd.gradcheck(lambda h, w, b: linear_cross_entropy(h, w, b, targets[:7], IGNORED, chunk_rows=3),
+                                    inputs)
