@@ -264,7 +264,7 @@ class SkipThoughtNetwork(nn.Module):
         """Eqs. 9-10: the summed negative log-likelihood of ``targets`` (rows,) under the full softmax over the
         vocabulary of ``states`` (rows, decoder_size); ``<pad>`` targets add nothing. In fp32 it is computed in
         chunks of rows (``models/linear_cross_entropy.py``: the logits are never stored whole; on a CPU the
-        step's largest part, 777 of 1,012 ms at h 256, takes 560); under autocast (a GPU's bf16) the projection
+        step's largest part, 777 of 1,012 ms at h 256, takes 487); under autocast (a GPU's bf16) the projection
         runs in the autocast dtype as one product, as before."""
         projection = self.vocabulary_projection
         if torch.is_autocast_enabled(states.device.type):
