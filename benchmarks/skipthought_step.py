@@ -57,11 +57,12 @@ def core_peak_gflops() -> float:
 
 def parts(objective, optimiser, batch):
     """The step's parts as callables, each running its forward and backward from detached inputs. The decoders'
-    own inputs are caught by a hook during ``sentence_nll`` (teacher forcing builds them), so this runs on any
-    version of the network; the vocabulary's part is ``sentence_nll`` less its decoder."""
+    own inputs (the previous words, which teacher forcing builds) are caught by a hook during ``sentence_nll``; the
+    vocabulary's part is ``sentence_nll`` less its decoder."""
     network = objective.network
     current = batch.sentences
-    embedded = network.embedding(network.clip_ids(current.ids)).detach().requires_grad_()
+    word_vectors = network.embedding.weight.detach().requires_grad_()
+    ids = network.clip_ids(current.ids)
     context = network.encode(current.ids, current.lengths_cpu).detach().requires_grad_()
     targets = ((network.next_decoder, batch.next), (network.previous_decoder, batch.previous))
     caught = []
@@ -72,11 +73,10 @@ def parts(objective, optimiser, batch):
             network.sentence_nll(decoder, context, target.ids, target.lengths_cpu)
     for hook in hooks:
         hook.remove()
-    decoder_inputs = [(decoder, (words.detach().requires_grad_(), context, steps))
-                      for decoder, (words, _, steps) in caught]
+    decoder_inputs = [(decoder, (word_vectors, ids, context, steps)) for decoder, (_, ids, _, steps) in caught]
 
     def encoder():
-        out = network.encoder(embedded, current.lengths_cpu)
+        out = network.encoder(word_vectors, ids, current.lengths_cpu)
         out.backward(torch.ones_like(out))
 
     def recurrences():

@@ -92,21 +92,27 @@ def bigru_last_states(gru: nn.GRU, x: torch.Tensor, lengths_cpu: torch.Tensor) -
     return _bidirectional_last_states(gru, projected, packed.batch_sizes.tolist(), order, x.dtype)
 
 
+def project_words(ids: torch.Tensor, word_vectors: torch.Tensor, weight: torch.Tensor,
+                  bias: torch.Tensor | None) -> torch.Tensor:
+    """``linear(embedding(ids, word_vectors), weight, bias)`` for token ids (tokens,): the same values and gradients,
+    with each distinct word of the batch projected once. A GRU's input projection (forward, its input's and W_i's
+    gradients) is 44 % of its multiply-adds at h = 256 over 300-d vectors (16 % at h = 1024), and a batch repeats
+    its words: at N = 128 a batch of the novels-and-news corpus has 0.34 distinct words per token (0.23 at N = 512;
+    the synthetic Zipf corpus of benchmarks/train_step.py 0.56). The distinct words' projections are gathered per
+    token (the gather's backward sums their gradients per word), so every token's W_i x + b_i is the same product
+    and W_i's gradient the same sum, in another order."""
+    words, position = torch.unique(ids, return_inverse=True)
+    return nn.functional.linear(word_vectors.index_select(0, words), weight, bias).index_select(0, position)
+
+
 def bigru_last_states_of_words(gru: nn.GRU, word_vectors: torch.Tensor, ids: torch.Tensor,
                                lengths_cpu: torch.Tensor) -> torch.Tensor:
     """``bigru_last_states(gru, embedding(ids, word_vectors), lengths_cpu)`` for padded token ids (B, L): the same
-    values and gradients, with each distinct word of the batch projected once. The input projection (forward and
-    W_i's gradient) is 44 % of the GRU's multiply-adds at h = 256 over 300-d vectors (16 % at h = 1024), and a
-    batch repeats its words: at N = 128 a batch of the novels-and-news corpus has 0.34 distinct words per token
-    (0.23 at N = 512; the synthetic Zipf corpus of benchmarks/train_step.py 0.56). The distinct words' projections
-    are gathered per token (the gather's backward sums their gradients per word), so every token's W_i x + b_i is
-    the same product and W_i's gradient the same sum, in another order."""
+    values and gradients, each distinct word of the batch projected once (``project_words``)."""
     _check(gru)
     packed, order = _pack_longest_first(ids, lengths_cpu)
-    words, position = torch.unique(packed.data, return_inverse=True)
-    projected = nn.functional.linear(word_vectors.index_select(0, words), *_input_projection(gru))
-    return _bidirectional_last_states(gru, projected.index_select(0, position), packed.batch_sizes.tolist(),
-                                      order, word_vectors.dtype)
+    projected = project_words(packed.data, word_vectors, *_input_projection(gru))
+    return _bidirectional_last_states(gru, projected, packed.batch_sizes.tolist(), order, word_vectors.dtype)
 
 
 def _pack_longest_first(padded: torch.Tensor, lengths_cpu: torch.Tensor):

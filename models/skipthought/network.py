@@ -2,8 +2,10 @@
 
 Every recurrence runs over packed sequences, so padding never enters a state. On a GPU the ``fused`` form (below)
 is PyTorch's GRU, one cuDNN call; when training on a CPU it is unrolled step by step (``models/unrolled_gru.py``:
-ATen's packed CPU GRU spends much of its backward zero-filling buffers the size of the whole input), and the
-decoders project their context ``C h_i``, the same at every step, once per sentence instead of once per word.
+ATen's packed CPU GRU spends much of its backward zero-filling buffers the size of the whole input), each distinct
+word of the batch goes through a GRU's input projection once (``project_words``: the encoder and the decoders take
+the word vectors and the ids), and the decoders project their context ``C h_i``, the same at every step, once per
+sentence instead of once per word.
 
 The decoder's conditional GRU (eqs. 5-8) adds ``C_r h_i``, ``C_z h_i`` and ``C h_i`` to the gate and candidate
 pre-activations, outside the reset gate, exactly where a GRU adds its input projection. A GRU whose input at
@@ -35,7 +37,7 @@ from torch.nn.utils.rnn import PackedSequence, invert_permutation, pack_padded_s
 
 from skipview.models.linear_cross_entropy import linear_cross_entropy
 from skipview.models.skipthought.config import SkipThoughtConfig
-from skipview.models.unrolled_gru import bigru_last_states, forward_recurrence
+from skipview.models.unrolled_gru import bigru_last_states_of_words, forward_recurrence, project_words
 from skipview.models.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 
 UNIFORM_INIT_RANGE = 0.1  # paper section 3.1: non-recurrent weights ~ U[-0.1, 0.1]
@@ -144,17 +146,18 @@ class SentenceGRUEncoder(nn.Module):
         self.gru = make_gru(embedding_dim, hidden_size // 2 if bidirectional else hidden_size, reset_gate,
                             bidirectional)
 
-    def forward(self, embedded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """``embedded`` [B, T, E] (padded), ``lengths`` [B] (>= 1) -> sentence vectors [B, hidden_size]."""
-        if _unrolled_on(self.gru, embedded):
+    def forward(self, word_vectors: torch.Tensor, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The sentences ``ids`` [B, T] (padded ids of rows of ``word_vectors`` [words, E]), ``lengths`` [B] (>= 1) ->
+        sentence vectors [B, hidden_size]. Unrolled, each distinct word is projected once (``project_words``)."""
+        if _unrolled_on(self.gru, word_vectors):
             if self.gru.bidirectional:
-                return bigru_last_states(self.gru, embedded, lengths)
-            packed = _pack(embedded, lengths)
-            projected = nn.functional.linear(packed.data, self.gru.weight_ih_l0, self.gru.bias_ih_l0)
+                return bigru_last_states_of_words(self.gru, word_vectors, ids, lengths)
+            packed = _pack(ids, lengths)
+            projected = project_words(packed.data, word_vectors, self.gru.weight_ih_l0, self.gru.bias_ih_l0)
             _, last = forward_recurrence(list(projected.split(packed.batch_sizes.tolist())),
                                          self.gru.weight_hh_l0, self.gru.bias_hh_l0)
             return last.index_select(0, packed.unsorted_indices)
-        _, last = self.gru(_pack(embedded, lengths))        # [directions, B, h], in the caller's order
+        _, last = self.gru(_pack(nn.functional.embedding(ids, word_vectors), lengths))  # [directions, B, h]
         return torch.cat(tuple(last), dim=-1)
 
 
@@ -166,18 +169,22 @@ class ConditionalGRUDecoder(nn.Module):
         self.embedding_dim = embedding_dim
         self.gru = make_gru(embedding_dim + context_size, hidden_size, reset_gate)
 
-    def forward(self, embedded: torch.Tensor, context: torch.Tensor, lengths: torch.Tensor) -> PackedSequence:
-        """Teacher forcing: ``embedded`` [B, T, E] are the previous words, ``context`` [B, C] the encoded sentence;
-        returns the packed hidden states h^t (only the real steps, so the vocabulary projection skips padding)."""
-        if _unrolled_on(self.gru, embedded):
-            packed = _pack(embedded, lengths)
+    def forward(self, word_vectors: torch.Tensor, ids: torch.Tensor, context: torch.Tensor,
+                lengths: torch.Tensor) -> PackedSequence:
+        """Teacher forcing: ``ids`` [B, T] are the previous words (padded ids of rows of ``word_vectors``
+        [words, E]), ``context`` [B, C] the encoded sentence; returns the packed hidden states h^t (only the real
+        steps, so the vocabulary projection skips padding). Unrolled, each distinct word is projected once
+        (``project_words``)."""
+        if _unrolled_on(self.gru, word_vectors):
+            packed = _pack(ids, lengths)
             w_ih, split = self.gru.weight_ih_l0, self.embedding_dim
-            words = nn.functional.linear(packed.data, w_ih[:, :split], self.gru.bias_ih_l0)
+            words = project_words(packed.data, word_vectors, w_ih[:, :split], self.gru.bias_ih_l0)
             contexts = nn.functional.linear(context.index_select(0, packed.sorted_indices), w_ih[:, split:])
             steps = [step + contexts[: len(step)] for step in words.split(packed.batch_sizes.tolist())]
             states, _ = forward_recurrence(steps, self.gru.weight_hh_l0, self.gru.bias_hh_l0)
             return PackedSequence(torch.cat(states), packed.batch_sizes, packed.sorted_indices,
                                   packed.unsorted_indices)
+        embedded = nn.functional.embedding(ids, word_vectors)
         inputs = torch.cat([embedded, context.unsqueeze(1).expand(-1, embedded.shape[1], -1)], dim=-1)
         states, _ = self.gru(_pack(inputs, lengths))
         return states
@@ -236,7 +243,7 @@ class SkipThoughtNetwork(nn.Module):
 
     def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Token ids [B, T] (padded; host ``lengths`` >= 1) -> sentence vectors h_i [B, hidden_size]."""
-        return self.encoder(self.embedding(self.clip_ids(ids)), lengths)
+        return self.encoder(self.embedding.weight, self.clip_ids(ids), lengths)
 
     def sentence_nll(self, decoder: ConditionalGRUDecoder, context: torch.Tensor, ids: torch.Tensor,
                      lengths: torch.Tensor) -> torch.Tensor:
@@ -250,14 +257,14 @@ class SkipThoughtNetwork(nn.Module):
         positions = torch.arange(width + 1, device=ids.device)
         targets = torch.cat([ids, ids.new_zeros((batch, 1))], dim=1)
         targets = targets.masked_fill(positions == to_device(lengths, ids.device).unsqueeze(1), EOS_ID)
-        states = decoder(self.embedding(inputs), context, steps)
+        states = decoder(self.embedding.weight, inputs, context, steps)
         return self.vocabulary_nll(states.data, _pack(targets, steps).data)
 
     def vocabulary_nll(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Eqs. 9-10: the summed negative log-likelihood of ``targets`` (rows,) under the full softmax over the
         vocabulary of ``states`` (rows, decoder_size); ``<pad>`` targets add nothing. In fp32 it is computed in
         chunks of rows (``models/linear_cross_entropy.py``: the logits are never stored whole; on a CPU the
-        step's largest part, 777 of 1,012 ms at h 256, takes 560); under autocast (a GPU's bf16) the projection
+        step's largest part, 777 of 1,012 ms at h 256, takes 487); under autocast (a GPU's bf16) the projection
         runs in the autocast dtype as one product, as before."""
         projection = self.vocabulary_projection
         if torch.is_autocast_enabled(states.device.type):

@@ -43,4 +43,4 @@ class SkipThoughtView(View):
 
     def encode(self, sentences: Sentences, mode: Mode, word_vectors: torch.Tensor | None) -> torch.Tensor:
         ids = sentences.ids.masked_fill(sentences.ids >= self.num_words, UNK_ID)
-        return self.encoder(self.embedding(ids), sentences.lengths_cpu)
+        return self.encoder(self.embedding.weight, ids, sentences.lengths_cpu)

@@ -41,3 +41,29 @@ def test_without_gradients_the_loss_is_the_same():
         torch.testing.assert_close(
             linear_cross_entropy(hidden, weight, bias, targets, IGNORED, chunk_rows=4),
             torch.nn.functional.cross_entropy(hidden @ weight.T + bias, targets, reduction="sum", ignore_index=IGNORED))
+
+
+def test_logits_far_beyond_exps_range_give_the_same_loss_and_gradients():
+    """Logits in the hundreds (exp would overflow float32 past 88): the shift by each row's largest logit, taken in
+    base 2, keeps the loss and the gradients those of ``cross_entropy``."""
+    hidden, weight, bias, targets = _problem()
+    results = []
+    for loss_of in (lambda h, w, b: linear_cross_entropy(h, w, b, targets, IGNORED, chunk_rows=5),
+                    lambda h, w, b: torch.nn.functional.cross_entropy(
+                        torch.nn.functional.linear(h, w, b), targets, reduction="sum", ignore_index=IGNORED)):
+        inputs = [x.clone().requires_grad_() for x in (hidden * 30, weight, bias * 30)]
+        loss = loss_of(*inputs)
+        loss.backward()
+        results.append([loss, *(x.grad for x in inputs)])
+    assert results[0][0] > 100 and torch.isfinite(results[0][0])
+    for chunked, whole in zip(*results):
+        torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-5)
+
+
+def test_gradients_written_in_the_forward_pass_gradcheck():
+    """The gradients the forward writes (the softmax's division and the one-hot applied to the products' operands)
+    against finite differences, in float64, with an ignored row and chunks that do not divide the rows."""
+    hidden, weight, bias, targets = _problem()
+    inputs = [x.double().requires_grad_() for x in (hidden[:7], weight, bias)]   # row 3 is ignored
+    assert torch.autograd.gradcheck(lambda h, w, b: linear_cross_entropy(h, w, b, targets[:7], IGNORED, chunk_rows=3),
+                                    inputs)

@@ -21,6 +21,12 @@ def _randomise(module: torch.nn.Module, seed: int) -> None:
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.7)
 
 
+def _as_table(embedded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded vectors [B, T, E] as the (word vectors, ids) the modules read: one row of the table per position."""
+    return embedded.reshape(-1, embedded.shape[-1]), torch.arange(embedded.shape[0] * embedded.shape[1]).view(
+        embedded.shape[:2])
+
+
 def _paper_decoder(gru: torch.nn.GRU, x_prev: torch.Tensor, h_i: torch.Tensor, reset_inside: bool) -> torch.Tensor:
     """Eqs. 5-8 for one sentence, one step at a time: ``x_prev`` [T, E] (x^{t-1}), ``h_i`` [C] -> h^t [T, H].
 
@@ -53,7 +59,7 @@ def _decoder_states(lengths, reset_gate):
     generator = torch.Generator().manual_seed(1)
     x_prev = torch.randn(len(lengths), max(lengths), E, generator=generator)
     h_i = torch.randn(len(lengths), C, generator=generator)
-    packed = decoder(x_prev, h_i, torch.tensor(lengths))
+    packed = decoder(*_as_table(x_prev), h_i, torch.tensor(lengths))
     padded, _ = torch.nn.utils.rnn.pad_packed_sequence(packed, batch_first=True)
     return decoder, x_prev, h_i, padded
 
@@ -97,7 +103,7 @@ def test_encoder_reads_each_sentence_alone_padding_never_leaks(bidirectional, re
     embedded[0, 3:] = 100.0   # garbage in the padding must not matter
     directions = [("_l0", lambda x: x)] + ([("_l0_reverse", lambda x: x.flip(1))] if bidirectional else [])
     with torch.no_grad():
-        batch = encoder(embedded, torch.tensor(lengths))
+        batch = encoder(*_as_table(embedded), torch.tensor(lengths))
         for b, length in enumerate(lengths):
             sentence = embedded[b : b + 1, :length]
             halves = []
@@ -113,27 +119,30 @@ def test_encoder_reads_each_sentence_alone_padding_never_leaks(bidirectional, re
 @pytest.mark.parametrize("part", ["decoder", "uni-encoder", "bi-encoder"])
 def test_cpu_unrolled_fused_form_matches_the_packed_kernel_in_values_and_gradients(part):
     """On a CPU the fused form runs unrolled (``models/unrolled_gru.py``) with the decoder's context projected
-    once per sentence; against ``nn.GRU`` over the same PackedSequence it gives the same outputs and the same
-    gradients for every parameter, the inputs and the context (tied lengths, length 1)."""
+    once per sentence and each distinct word projected once; against ``nn.GRU`` over the same PackedSequence of
+    the words' vectors it gives the same outputs and the same gradients for every parameter, the word vectors
+    (words repeated within and across sentences) and the context (tied lengths, length 1)."""
     lengths = torch.tensor([4, 1, 6, 4])
     generator = torch.Generator().manual_seed(4)
-    embedded = torch.randn(len(lengths), 6, E, generator=generator)
+    table = torch.randn(5, E, generator=generator)
+    ids = torch.randint(0, 5, (len(lengths), 6), generator=generator)
     h_i = torch.randn(len(lengths), C, generator=generator)
     if part == "decoder":
         module = ConditionalGRUDecoder(E, C, H, "fused")
-        ours = lambda x, c: module(x, c, lengths).data
-        kernel = lambda x, c: module.gru(_pack(torch.cat([x, c[:, None].expand(-1, 6, -1)], -1), lengths))[0].data
+        ours = lambda x, c: module(x, ids, c, lengths).data
+        kernel = lambda x, c: module.gru(_pack(torch.cat([x[ids], c[:, None].expand(-1, 6, -1)], -1),
+                                               lengths))[0].data
     else:
         module = SentenceGRUEncoder(E, 2 * H, part == "bi-encoder", "fused")
         # an encoder has no context: c only scales both outputs alike, so both runs have the same gradients to compare
-        ours = lambda x, c: module(x, lengths) * c.sum()
-        kernel = lambda x, c: torch.cat(tuple(module.gru(_pack(x, lengths))[1]), -1) * c.sum()
+        ours = lambda x, c: module(x, ids, lengths) * c.sum()
+        kernel = lambda x, c: torch.cat(tuple(module.gru(_pack(x[ids], lengths))[1]), -1) * c.sum()
     _randomise(module, seed=5)
-    assert _unrolled_on(module.gru, embedded), "the module's own forward must take the unrolled path here"
+    assert _unrolled_on(module.gru, table), "the module's own forward must take the unrolled path here"
     results = []
     for run in (ours, kernel):
         module.zero_grad()
-        x, c = embedded.clone().requires_grad_(), h_i.clone().requires_grad_()
+        x, c = table.clone().requires_grad_(), h_i.clone().requires_grad_()
         out = run(x, c)
         (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
         results.append([out, x.grad, c.grad, *(p.grad for p in module.parameters())])
