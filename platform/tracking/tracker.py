@@ -14,7 +14,6 @@ from typing import Any
 
 from skipview.models.encoder import SentenceEncoder
 from skipview.platform.tracking import store
-from skipview.platform.tracking.pyfunc import log_encoder
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +63,7 @@ class Tracker:
         ``skipview.model_uri``."""
         if self.client is None:
             return
+        from skipview.platform.tracking.pyfunc import log_encoder
         uri = log_encoder(model_dir, run_id=self.run_id, tracking_uri=self.tracking_uri, encoder=encoder)
         self.tag("skipview.model_uri", uri)
 

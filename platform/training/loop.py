@@ -40,7 +40,6 @@ from torch.nn.parallel import DistributedDataParallel
 
 from skipview.models.batching import num_batches
 from skipview.models.objective import ObjectiveOutput
-from skipview.platform.evaluation.suite import run_tasks
 from skipview.platform.tracking.lineage import HARDWARE_TAG, hardware, hardware_of_group
 from skipview.platform.tracking.tracker import Tracker
 from skipview.platform.training import checkpoint as ckpt
@@ -49,10 +48,12 @@ from skipview.platform.training.objectives import Built, build
 from skipview.platform.training.preemption import STOPPED_METRIC, Preemption
 from skipview.platform.training.prefetch import prefetch
 from skipview.platform.training.progress import Reporter
-from skipview.platform.training.sts14 import evaluate_sts14
 from skipview.platform.training.window import Window, close_window
 
 log = logging.getLogger(__name__)
+# Every worker imports this module. The evaluation suite (scikit-learn, SciPy's statistics) and MLflow's model
+# flavour are imported where rank 0 evaluates and logs the model: elsewhere they cost each worker about 2 CPU s of
+# start-up for nothing (tests/test_packaging.py holds it).
 
 CORRUPT_TAG = "skipview.skipped_corrupt_checkpoints"
 NODES_TAG = "skipview.worker_nodes"
@@ -169,6 +170,7 @@ def start(config: dict[str, Any]) -> tuple[Training, Tracker, ckpt.Progress, Sta
         # the warning is in the worker's log; the tag puts it where a cluster user looks first
         tracker.tag(CORRUPT_TAG, " | ".join(skipped))
     if progress.step == 0 and rank == 0 and settings.senteval_dir:
+        from skipview.platform.training.sts14 import evaluate_sts14
         # the untrained model's STS14 starts the curve, so a plot shows how far training moved it
         tracker.metrics(evaluate_sts14(built, training.device), 0)
     return training, tracker, progress, clock
@@ -319,6 +321,7 @@ def report(training: Training, tracker: Tracker, progress: ckpt.Progress, extra:
     metrics = {"step": progress.step, "epoch": progress.epoch,
                "sentences": progress.step * settings.batch_size * training.world_size, **extra}
     if rank == 0 and settings.senteval_dir:
+        from skipview.platform.training.sts14 import evaluate_sts14
         scores = evaluate_sts14(training.built, training.device)
         # Ray hears only the ensemble's score, the one checkpoint ranking and ASHA read; the per-view curves go
         # to MLflow
@@ -367,6 +370,7 @@ def save_final_model(training: Training, tracker: Tracker, step: int) -> tuple[P
     encoder.save(model_dir)
     evaluated: dict[str, float] = {}
     if settings.final_eval_tasks and settings.senteval_dir:
+        from skipview.platform.evaluation.suite import run_tasks
         results = run_tasks(encoder, settings.final_eval_tasks, settings.senteval_dir)
         evaluated = {f"eval.{k}": v for k, v in results.items()}
         tracker.metrics(evaluated, step)
