@@ -274,9 +274,25 @@ def _unit_batches(corpus, plan: _Plan, unit: int, batch_size: int, max_len: int,
                          max_len)
     centres = centres[np.argsort(lengths, kind="stable")]
     for b in rng.permutation(len(centres) // batch_size):
-        chosen = centres[b * batch_size: (b + 1) * batch_size]
-        if plan.kind is ExampleKind.PAIR:
-            yield PairBatch(read_sentences(corpus, chosen, max_len), read_sentences(corpus, chosen + 1, max_len))
-        else:
-            yield TripleBatch(read_sentences(corpus, chosen - 1, max_len), read_sentences(corpus, chosen, max_len),
-                              read_sentences(corpus, chosen + 1, max_len))
+        yield _examples(corpus, plan.kind, centres[b * batch_size: (b + 1) * batch_size], max_len)
+
+
+def _examples(corpus: PreparedCorpus, kind: ExampleKind, centres: np.ndarray, max_len: int) -> PairBatch | TripleBatch:
+    """The PAIR or TRIPLE examples around the sentences ``centres``."""
+    if kind is ExampleKind.PAIR:
+        return PairBatch(read_sentences(corpus, centres, max_len), read_sentences(corpus, centres + 1, max_len))
+    return TripleBatch(read_sentences(corpus, centres - 1, max_len), read_sentences(corpus, centres, max_len),
+                       read_sentences(corpus, centres + 1, max_len))
+
+
+def every_example(corpus: PreparedCorpus, kind: ExampleKind | str, batch_size: int, *,
+                  max_len: int = 30) -> Iterator[PairBatch | TripleBatch]:
+    """Every PAIR or TRIPLE example of the corpus once, in corpus order, in batches of ``batch_size`` (the last one
+    smaller), each sentence cut at ``max_len`` as in training: a held-out corpus evaluated whole, in an order that
+    depends on nothing but the corpus."""
+    kind = ExampleKind(kind)
+    if kind is ExampleKind.WINDOW:
+        raise ValueError("every_example reads PAIR or TRIPLE examples; a WINDOW batch is the stream itself")
+    centres = _valid_centres(corpus, kind, 0, corpus.num_sentences)
+    for start in range(0, len(centres), batch_size):
+        yield _examples(corpus, kind, centres[start: start + batch_size], max_len)

@@ -54,6 +54,12 @@ class Vocab:
     def __contains__(self, word: str) -> bool:
         return word in self.index
 
+    def ids_in(self, other: "Vocab") -> np.ndarray:
+        """Each of this vocabulary's ids as ``other``'s id of the same word, ``<unk>`` where ``other`` lacks it
+        (int64, indexed by this vocabulary's ids; the specials keep theirs): how a corpus counted with its own
+        vocabulary (a ``skipview data cut``) is read in another's ids."""
+        return np.array([other.index.get(word, UNK_ID) for word in self.words], dtype=np.int64)
+
     def encode(self, tokens: Iterable[str]) -> list[int]:
         return [self.index.get(t, UNK_ID) for t in tokens]
 

@@ -55,6 +55,7 @@ app = typer.Typer(
 app.add_typer(data_cli.app, name="data")
 evaluation_cli.register(app)
 app.command("train")(training_cli.train)
+app.command("heldout")(training_cli.heldout)
 app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     cluster_cli.submit)
 app.command("tune")(tuning_cli.tune)

@@ -44,21 +44,28 @@ class SkipThoughtObjective(Objective):
 
     def forward(self, batch) -> ObjectiveOutput:
         """``batch``: a TRIPLE batch (``previous``, ``sentences``, ``next``; each with ``ids``, ``lengths_cpu``)."""
-        network = self.network
-        current = batch.sentences
-        context = network.encode(current.ids, current.lengths_cpu)
-        examples = current.ids.shape[0]
+        examples = batch.sentences.ids.shape[0]
         metrics, total = {}, 0.0
-        for name, decoder, target in (("next", network.next_decoder, batch.next),
-                                      ("previous", network.previous_decoder, batch.previous)):
-            nll = network.sentence_nll(decoder, context, target.ids, target.lengths_cpu)
+        for name, (nll, tokens) in self.decoder_nlls(batch).items():
             total = total + nll
-            tokens = int(target.lengths_cpu.sum()) + examples          # words + one <eos> each, counted on the host
             metrics[f"nll_{name}"] = nll.detach() / examples
             metrics[f"perplexity_{name}"] = torch.exp(nll.detach() / tokens)
         loss = total / examples
         metrics["loss"] = loss.detach()
         return ObjectiveOutput(loss=loss, metrics=metrics)
+
+    def decoder_nlls(self, batch) -> dict[str, tuple[torch.Tensor, int]]:
+        """Per decoder, ``next`` then ``previous``: the negative log-likelihood of its target sentences summed over
+        the batch (a 0-d tensor) and the number of tokens it predicted, words and one ``<eos>`` each, counted on
+        the host. What the loss and a held-out perplexity (``perplexity.py``) are made of."""
+        network = self.network
+        current = batch.sentences
+        context = network.encode(current.ids, current.lengths_cpu)
+        examples = current.ids.shape[0]
+        return {name: (network.sentence_nll(decoder, context, target.ids, target.lengths_cpu),
+                       int(target.lengths_cpu.sum()) + examples)
+                for name, decoder, target in (("next", network.next_decoder, batch.next),
+                                              ("previous", network.previous_decoder, batch.previous))}
 
     def sentence_encoder(self, tokenizer: Tokenizer, vocab: Vocab) -> SentenceEncoder:
         """The trained encoder as a one-view ``SentenceEncoder`` (view "uni" or "bi"), vocabulary-expanded."""

@@ -68,10 +68,7 @@ def cut_corpus(prepared: str | Path, out: str | Path, sentences: int, seed: int,
     seen = {word: int(count) for word, count in zip(source.vocab.words[len(SPECIALS):],
                                                     counts[len(SPECIALS):].tolist()) if count}
     vocab = Vocab.from_counts(seen, max_size=options["max_vocab"], min_count=options["min_count"])
-    to_cut = np.full(len(source.vocab), UNK_ID, dtype=np.uint32)
-    to_cut[: len(SPECIALS)] = np.arange(len(SPECIALS))
-    for new_id, word in enumerate(vocab.words[len(SPECIALS):], start=len(SPECIALS)):
-        to_cut[source.vocab.index[word]] = new_id
+    to_cut = source.vocab.ids_in(vocab).astype(np.uint32)
 
     with staged_directory(out, overwrite=overwrite) as folder:
         offsets, doc_index, written, tokens, unk = [np.zeros(1, dtype=np.int64)], [], 0, 0, 0

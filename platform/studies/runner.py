@@ -274,20 +274,6 @@ def _check_longer(settings: TrainSettings, source_params: dict[str, str], source
             raise ValueError(f"--warm-start {study}: {key} {new} does not extend {source}'s {old}")
 
 
-def trained_hours(client, run_id: str, sentences_per_step: float) -> float:
-    """Hours the training loop trained, over every attempt of the run: the sum over its throughput windows (every
-    ``log_every`` steps the loop logs ``sentences_per_s`` of the steps since the last, their checkpoints included) of
-    the window's sentences over that rate. A run stopped and resumed hours later trained for neither the span from
-    its first step to its last (that holds the pause) nor its last attempt alone. Start-up and the final save are
-    in no window; 0 when the run logged none."""
-    windows = sorted(client.get_metric_history(run_id, "sentences_per_s"), key=lambda window: window.step)
-    seconds, last_step = 0.0, 0
-    for window in windows:
-        seconds += (window.step - last_step) * sentences_per_step / window.value
-        last_step = window.step
-    return seconds / 3600
-
-
 def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> dict[str, float]:
     """One number per report column (``summary/sts_avg``, ``summary/binary_avg``, ...) for the run's summary view:
     what the MLflow compare view plots against the identity params. Namespaced: a column named like one of the
@@ -355,7 +341,7 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         # triple is one sentence per example)
         sentences_per_step = settings.batch_size * study.workers
         # a warm-started run's history begins with its source's curves, whose training time is source.hours
-        hours = source.hours + took if source else (trained_hours(client, run_id, sentences_per_step) or took)
+        hours = source.hours + took if source else (max(store.trained_hours(client, run_id, sentences_per_step).values(), default=0.0) or took)
         encoder = SentenceEncoder.load(outcome.model_dir)
         steps = int(outcome.metrics.get("step", settings.max_steps or 0))
         metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * sentences_per_step)}

@@ -267,6 +267,23 @@ def last_logged_step(mlflow_client, run_id: str, key: str) -> int:
     return max((m.step for m in mlflow_client.get_metric_history(run_id, key)), default=-1)
 
 
+def trained_hours(mlflow_client, run_id: str, sentences_per_step: float) -> dict[int, float]:
+    """Hours the training loop had trained at the end of each of its throughput windows, by the window's last step,
+    over every attempt of the run: every ``log_every`` steps, and at each checkpoint's step, the loop logs
+    ``sentences_per_s`` of the steps since the last (``window.py``; a checkpoint's writing and STS14 fall in the
+    window after it), and a window lasted its sentences over that rate. A run stopped and resumed hours later trained
+    for neither the span from its first step to its last (that holds the pause) nor its last attempt alone.
+    Start-up and the final save are in no window, nor are steps a restart after a failure trained again (the loop
+    does not log a step twice); empty when the run logged no window."""
+    windows = sorted(mlflow_client.get_metric_history(run_id, "sentences_per_s"), key=lambda window: window.step)
+    hours, seconds, last_step = {}, 0.0, 0
+    for window in windows:
+        seconds += (window.step - last_step) * sentences_per_step / window.value
+        last_step = window.step
+        hours[window.step] = seconds / 3600
+    return hours
+
+
 def log_metrics(mlflow_client, run_id: str, metrics: Mapping[str, float], step: int) -> None:
     log_metric_steps(mlflow_client, run_id, [(step, metrics)])
 

@@ -1,4 +1,5 @@
-"""``skipview train``: one command for this machine (local Ray, CPU, gloo) and a GPU cluster (nccl, AMP)."""
+"""``skipview train``: one command for this machine (local Ray, CPU, gloo) and a GPU cluster (nccl, AMP); ``skipview
+heldout``: a skip-thought run's checkpoints on a held-out corpus, and whether to train on."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import typer
 
 from skipview.platform import errors, stopping
 from skipview.platform.errors import one_line
+from skipview.platform.files import write_json_aside
 
 def train(
     objective: str = typer.Option(..., help="disc | gen | skipthought (or module:factory)"),
@@ -84,3 +86,36 @@ def train(
     typer.echo(f"done: MLflow run {outcome.mlflow_run_id}, metrics {outcome.metrics}")
     if outcome.model_dir:
         typer.echo(f"model directory: {outcome.model_dir}")
+
+
+def heldout(
+    run_folder: Path = typer.Argument(..., exists=True, file_okay=False,
+                                      help="a skip-thought run's folder (STORAGE/NAME of `skipview train`)"),
+    corpus: Path = typer.Option(..., exists=True, file_okay=False,
+                                help="held-out prepared corpus (`skipview data cut ... --rest`)"),
+    out: Optional[Path] = typer.Option(None, help="write the records and the verdict to this JSON file"),
+    tracking_uri: Optional[str] = typer.Option(None, envvar="MLFLOW_TRACKING_URI",
+                                               help="MLflow store of the run, where its settings are (default "
+                                                    "./mlflow.db)"),
+    threads: int = typer.Option(1, min=1, help="torch threads (one leaves the other cores to the trainings)"),
+) -> None:
+    """Next- and previous-sentence perplexity on a held-out corpus of every checkpoint a skip-thought run keeps, as
+    its training objective defines it (whole corpus, teacher forcing, full softmax), and issue 57's plateau rule
+    over its half-epoch checkpoints: three epochs, then on to at most five while the next-sentence perplexity
+    improves by more than 1 % per half epoch. Prints a line per checkpoint, then whether to train on."""
+    import torch
+
+    from skipview.platform.tracking import store
+    from skipview.platform.training.heldout import HeldOutRun, describe
+
+    torch.set_num_threads(threads)
+    run = HeldOutRun.open(run_folder, corpus, tracking_uri or store.tracking_uri())
+    records = []
+    for folder in run.checkpoints:
+        records.append(run.evaluate(folder))
+        typer.echo(describe(records[-1]))
+    report = run.report(records)
+    if out is not None:
+        write_json_aside(out, report)
+        typer.echo(f"records written to {out}")
+    typer.echo(f"{report['run']}: {report['plateau']['line']}")

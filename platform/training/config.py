@@ -10,6 +10,8 @@ started with.
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -144,6 +146,22 @@ def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
         if not isinstance(node, dict):
             raise ValueError(f"--set {dotted}: {key} is not a section")
     node[leaf] = value
+
+
+def recorded_settings(params: Mapping[str, str]) -> TrainSettings:
+    """The settings a run recorded as its MLflow params (``driver.run_params``, flattened to dotted keys and strings;
+    a study's runs record them under ``train.``, its ``TRAIN_PARAMS``): each value read back as the Python literal
+    ``str`` wrote (``None``, a number, a list), else kept as the string it is (a path, a name)."""
+    prefix = "train." if any(key.startswith("train.") for key in params) else ""
+    tree: dict[str, Any] = {}
+    for key, text in params.items():
+        if key.startswith(prefix):
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                value = text
+            set_dotted(tree, key.removeprefix(prefix), value)
+    return TrainSettings.model_validate(tree)
 
 
 def parse_overrides(pairs: list[str]) -> list[tuple[str, Any]]:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skipview.models.batching import iterate_batches, num_batches, read_sentences, sample_sentence_ids
+from skipview.models.batching import every_example, iterate_batches, num_batches, read_sentences, sample_sentence_ids
 
 MAX_LEN = 12
 
@@ -75,6 +75,21 @@ def test_one_epoch_covers_most_valid_examples_once(corpus):
     seen = np.concatenate([b.sentences.indices for b in all_batches(corpus, "pair")])
     assert len(np.unique(seen)) == len(seen) and set(seen) <= set(valid)
     assert len(seen) > 0.85 * len(valid)                                          # only block remainders dropped
+
+
+def test_every_example_is_every_valid_triple_once_in_corpus_order(corpus):
+    documents = corpus.document_ids()
+    valid = np.flatnonzero((documents[1:-1] == documents[:-2]) & (documents[1:-1] == documents[2:])) + 1
+    batches = list(every_example(corpus, "triple", 16, max_len=MAX_LEN))
+    assert np.array_equal(np.concatenate([b.sentences.indices for b in batches]), valid)     # none left over
+    assert {b.num_sentences for b in batches[:-1]} == {16} and 0 < batches[-1].num_sentences <= 16
+    for batch in batches:
+        assert np.array_equal(batch.previous.indices, batch.sentences.indices - 1)
+        assert np.array_equal(batch.next.indices, batch.sentences.indices + 1)
+        check_rows(corpus, batch.previous)
+        check_rows(corpus, batch.next)
+    with pytest.raises(ValueError, match="PAIR or TRIPLE"):
+        next(every_example(corpus, "window", 16))
 
 
 @pytest.mark.parametrize("kind", ["window", "pair"])

@@ -175,25 +175,3 @@ def test_warm_start_refuses_a_run_that_is_not_the_longer_one(tmp_path):
     with pytest.raises(ValueError, match="constant schedule"):
         _check_longer(base.model_copy(update={"optimizer": base.optimizer.model_copy(update={"schedule": "linear"})}),
                       source, "short-disc-f-seed0", "short")
-
-
-def test_trained_hours_counts_the_loop_s_windows_not_the_pause_between_a_stopped_run_s_attempts(tmp_path):
-    from mlflow import MlflowClient
-    from mlflow.entities import Metric
-
-    from skipview.platform.studies.runner import trained_hours
-
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    experiment = client.create_experiment("curve")
-    run_id = client.create_run(experiment).info.run_id
-    # batch 64 on 2 workers: 128 sentences a step; windows of 10 steps at 320 sentences/s take 4 s each, except the
-    # second attempt's first (steps 21-25, a stop checkpoint at 20 then 5 steps at 160/s: 4 s). The stop at step 20
-    # and the resume three hours later are a pause in the timestamps that no window holds.
-    hour_ms = 3_600_000
-    windows = [(10, 320.0, 0), (20, 320.0, 4_000), (25, 160.0, 3 * hour_ms + 60_000), (35, 320.0, 3 * hour_ms + 64_000)]
-    client.log_batch(run_id, metrics=[Metric("sentences_per_s", rate, stamp, step) for step, rate, stamp in windows])
-    assert trained_hours(client, run_id, sentences_per_step=128) == pytest.approx(16 / 3600)
-    span = (windows[-1][2] - windows[0][2]) / hour_ms
-    assert span > 3 and trained_hours(client, run_id, 128) < span / 500
-    # a run that never read a window (fewer steps than log_every) has no measured training time
-    assert trained_hours(client, client.create_run(experiment).info.run_id, 128) == 0.0

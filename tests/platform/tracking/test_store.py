@@ -111,3 +111,24 @@ def test_a_continued_run_is_compared_over_the_settings_either_side_has(tmp_path)
     dropped = {"max_steps": 3000, "optimizer": {"lr": 0.001, "lr_by_module": {}, "warmup_steps": 0}}
     with pytest.raises(ValueError, match=r"optimizer\.lr_by_module\.encoders\.f: 0\.0004 -> None"):
         store.check_same_params(client, "study", "runs/a", dropped, defaults=defaults, what="run a")
+
+
+def test_trained_hours_counts_the_loop_s_windows_not_the_pause_between_a_stopped_run_s_attempts(tmp_path):
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment("curve")
+    run_id = client.create_run(experiment).info.run_id
+    # batch 64 on 2 workers: 128 sentences a step; windows of 10 steps at 320 sentences/s take 4 s each, except the
+    # second attempt's first (steps 21-25, a stop checkpoint at 20 then 5 steps at 160/s: 4 s). The stop at step 20
+    # and the resume three hours later are a pause in the timestamps that no window holds.
+    hour_ms = 3_600_000
+    windows = [(10, 320.0, 0), (20, 320.0, 4_000), (25, 160.0, 3 * hour_ms + 60_000), (35, 320.0, 3 * hour_ms + 64_000)]
+    client.log_batch(run_id, metrics=[Metric("sentences_per_s", rate, stamp, step) for step, rate, stamp in windows])
+    hours = store.trained_hours(client, run_id, sentences_per_step=128)
+    assert {step: value * 3600 for step, value in hours.items()} == pytest.approx({10: 4, 20: 8, 25: 12, 35: 16})
+    span = (windows[-1][2] - windows[0][2]) / hour_ms
+    assert span > 3 and hours[35] < span / 500
+    # a run that never read a window (fewer steps than log_every) has no measured training time
+    assert store.trained_hours(client, client.create_run(experiment).info.run_id, 128) == {}

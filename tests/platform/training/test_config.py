@@ -7,7 +7,9 @@ import pytest
 from pydantic import ValidationError
 
 from skipview.models import registry
-from skipview.platform.training.config import TrainSettings, load_settings
+from skipview.platform.tracking import store
+from skipview.platform.training.config import TrainSettings, load_settings, recorded_settings
+from skipview.platform.training.driver import run_params
 from skipview.platform.training.loop import parameter_groups, schedule_factor
 
 BASE = {"objective": "gen", "corpus": "/c"}
@@ -72,6 +74,18 @@ def test_data_paths_of_a_config_file_are_made_absolute_on_the_driver(tmp_path, m
     assert (settings.corpus, settings.wordvecs, settings.senteval_dir) == (
         str(tmp_path / "data/prepared"), str(tmp_path / "data/wv"), str(tmp_path / "data/senteval/downstream"))
     assert load_settings(None, {"objective": "disc", "corpus": "s3://bucket/c"}, []).corpus == "s3://bucket/c"
+
+
+@pytest.mark.parametrize("section", ["", "train"])
+def test_a_run_s_settings_are_read_back_from_the_params_it_recorded(section):
+    settings = load_settings(None, {"objective": "skipthought", "corpus": "/data/novels: train/prepared"},
+                             ["objective_settings.reset_gate=fused", "epochs=3", "max_steps=null",
+                              "optimizer.betas=[0.8, 0.9]", "final_eval_tasks=[sts14]", "checkpoint_every=4381"])
+    recorded = run_params(settings)
+    params = store.param_strings({section: recorded} if section else recorded)     # a study's: train.<setting>
+    # the same values; the objective's settings come back whole, defaults included, as they were recorded
+    assert run_params(recorded_settings(params)) == recorded
+    assert recorded_settings(params).corpus == "/data/novels: train/prepared"
 
 
 def test_config_section_of_a_params_file(tmp_path):

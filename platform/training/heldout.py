@@ -1,0 +1,234 @@
+"""``skipview heldout``: every checkpoint a skip-thought run keeps, evaluated on a corpus no training read, and the
+plateau rule of issue 57 over them.
+
+Where each figure comes from. The checkpoints are those Ray's snapshot registers (``run_folder.py``: an upload a
+crash cut is in no record), each holding the weights, the run's progress and the id of its MLflow run
+(``checkpoint.py``). The run's settings are that MLflow run's params (``config.recorded_settings``): the model, the
+training corpus whose vocabulary the weights are indexed by, ``max_len``, ``batch_size``, ``checkpoint_every``. The
+perplexity is the training objective's own, on the held-out corpus (``models/skipthought/perplexity.py``). The
+sentences read are step x batch size x workers (a checkpoint holds one RNG file per worker), as the loop reports
+them to Ray. The hours trained are the loop's throughput windows summed up to the checkpoint's step
+(``store.trained_hours``), so a pause between a stopped run and its resume is not counted; a checkpoint whose step
+ends no logged window gets none.
+
+The plateau rule: three epochs, and on to at most five while the held-out next-sentence perplexity still improves
+by more than 1 % per half epoch. It reads the checkpoints at a half-epoch boundary only: the periodic ones, every
+``checkpoint_every`` steps, and the one a run writes when its epochs are over; not those a stop signal wrote
+between them. So it needs ``checkpoint_every`` to be half an epoch (the runs it was made for checkpoint every 4,381
+steps of an 8,761-step epoch), and says so when it is not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from mlflow.exceptions import MlflowException
+from tqdm import tqdm
+
+from skipview.models.batching import TripleBatch, num_batches
+from skipview.models.corpus import PreparedCorpus
+from skipview.models.objective import ExampleKind
+from skipview.models.skipthought.config import SkipThoughtConfig
+from skipview.models.skipthought.perplexity import corpus_nll, heldout_batches
+from skipview.platform.tracking import store
+from skipview.platform.tracking.lineage import portable_path
+from skipview.platform.training import checkpoint as ckpt
+from skipview.platform.training.config import TrainSettings, recorded_settings
+from skipview.platform.training.objectives import Built, build
+from skipview.platform.training.run_folder import CHECKPOINT_GLOB, SNAPSHOT, readable, registered_names
+
+MIN_EPOCHS, MAX_EPOCHS, MIN_GAIN = 3, 5, 0.01      # issue 57: three epochs, at most five, 1 % per half epoch
+CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Literal["continue", "plateaued", "done", "unjudged"]
+    epochs: int | None          # with continue: the epochs to train to
+    line: str
+
+
+def plateau(points: Sequence[tuple[int, float]]) -> Verdict:
+    """The rule on a run's half-epoch checkpoints, (half epochs, held-out next-sentence perplexity) in the order they
+    were written; of two at the same half epoch (a run's last at the end of its epochs and the periodic one a few
+    steps later, when it is continued) the first counts. The gain per half epoch is measured from the half-epoch
+    checkpoint before the last, per half epoch between them when the one in between is no longer kept."""
+    by_half: dict[int, float] = {}
+    for half, perplexity in points:
+        by_half.setdefault(half, perplexity)
+    if not by_half:
+        return Verdict("continue", MIN_EPOCHS, f"no half-epoch checkpoint yet: train on to {MIN_EPOCHS} epochs")
+    *earlier, half = sorted(by_half)
+    at = f"at {half / 2:g} epochs held-out next-sentence perplexity {by_half[half]:.2f}"
+    gain = None
+    if earlier:
+        gain = 1 - (by_half[half] / by_half[earlier[-1]]) ** (1 / (half - earlier[-1]))
+        at += f", {gain:.2%} better per half epoch than at {earlier[-1] / 2:g}"
+    if half >= 2 * MAX_EPOCHS:
+        return Verdict("done", None, f"{at}: {MAX_EPOCHS} epochs, the most the rule trains; stop")
+    if half < 2 * MIN_EPOCHS:
+        return Verdict("continue", MIN_EPOCHS, f"{at}: train on to {MIN_EPOCHS} epochs")
+    if gain is None:
+        return Verdict("unjudged", None, f"{at}: no earlier half-epoch checkpoint is kept to compare with")
+    if gain > MIN_GAIN:
+        return Verdict("continue", MAX_EPOCHS, f"{at} (> {MIN_GAIN:.0%}): train on, to at most {MAX_EPOCHS} epochs "
+                       f"(--set epochs={MAX_EPOCHS} on the same name), and judge again at the next half epoch")
+    return Verdict("plateaued", None, f"{at} (<= {MIN_GAIN:.0%}): plateaued; stop")
+
+
+def half_epochs(progress: ckpt.Progress, checkpoint_every: int) -> int | None:
+    """The half epochs a checkpoint stands at, when at a boundary: a periodic one, or the one written when the run's
+    epochs were over (the loop has then moved on to batch 0 of the next epoch); None for one a stop signal wrote."""
+    if progress.step % checkpoint_every == 0:
+        return progress.step // checkpoint_every
+    if progress.batch == 0 and progress.epoch > 0:
+        return 2 * progress.epoch
+    return None
+
+
+def kept_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's checkpoint folders its Ray snapshot registers, oldest first (their names are their times)."""
+    snapshot = run_dir / SNAPSHOT
+    if not snapshot.is_file():
+        raise FileNotFoundError(f"{snapshot}: no such file: {run_dir} is not a run folder (STORAGE/NAME of "
+                                "`skipview train`) or has no checkpoint yet")
+    text = readable(snapshot)
+    if text is None:
+        raise ValueError(f"{snapshot}: empty or cut (a full disk?); `skipview train` on the same name repairs it")
+    folders = sorted(run_dir / name for name in registered_names(text)
+                     if Path(name).match(CHECKPOINT_GLOB) and (run_dir / name).is_dir())
+    if not folders:
+        raise ValueError(f"{snapshot}: registers no checkpoint folder that is still in {run_dir}")
+    return folders
+
+
+def check_heldout(heldout: PreparedCorpus, training: PreparedCorpus) -> None:
+    """Refuse a held-out corpus that is not read in the training corpus's words, or that may hold its documents."""
+    meta = heldout.path / "meta.json"
+    if heldout.path.resolve() == training.path.resolve():
+        raise ValueError(f"{heldout.path}: the run's training corpus itself, not a held-out one")
+    if heldout.tokenizer != training.tokenizer:
+        raise ValueError(f"{meta}: tokenizer {heldout.tokenizer.to_dict()}, not the training corpus's "
+                         f"{training.tokenizer.to_dict()} ({training.path}): its words are not the model's")
+    largest = int(heldout.tokens.max(initial=0))
+    if largest >= len(heldout.vocab):
+        raise ValueError(f"{heldout.path / 'tokens.bin'}: ids up to {largest} for the {len(heldout.vocab)} words of "
+                         "its vocab.tsv: the corpus and its vocabulary do not match")
+    cut, training_cut = heldout.meta.get("cut"), training.meta.get("cut")
+    if cut and training_cut and cut["source_vocab_sha256"] == training_cut["source_vocab_sha256"]:
+        rest_of_it = cut.get("rest") and not training_cut.get("rest") and all(
+            cut[key] == training_cut[key] for key in ("seed", "sentences_asked"))
+        if not rest_of_it:
+            raise ValueError(f"{meta}: cut from the corpus the training corpus was cut from, but not as the rest of "
+                             f"its cut (`skipview data cut --rest` with --sentences {training_cut['sentences_asked']} "
+                             f"--seed {training_cut['seed']}): it may hold documents the run trained on")
+
+
+@dataclass
+class HeldOutRun:
+    """A skip-thought run ready to evaluate checkpoint by checkpoint: its settings, its model to load each
+    checkpoint into, the held-out batches (read once), its hours trained by step."""
+
+    run_dir: Path
+    corpus: Path
+    checkpoints: list[Path]
+    mlflow_run_id: str
+    settings: TrainSettings
+    built: Built
+    batches: list[TripleBatch]
+    hours: dict[int, float]
+    steps_per_epoch: int
+
+    @classmethod
+    def open(cls, run_dir: Path, corpus: Path, tracking_uri: str) -> HeldOutRun:
+        """Everything checked before any checkpoint is evaluated: a bad input fails here, with nothing written."""
+        checkpoints = kept_checkpoints(run_dir)
+        latest = checkpoints[-1]
+        state, _ = ckpt.load(latest, rank=0, map_location=CPU)
+        run_id = state["mlflow_run_id"]
+        if run_id is None:
+            raise ValueError(f"{latest / ckpt.STATE_FILE}: names no MLflow run, where the run's settings are")
+        client = store.client(tracking_uri)
+        settings = recorded_settings(recorded_params(client, run_id, latest, tracking_uri))
+        if not isinstance(settings.objective_settings, SkipThoughtConfig):
+            raise ValueError(f"{run_dir}: a {settings.objective} run (MLflow run {run_id}); held-out perplexity is "
+                             "a skip-thought run's, the likelihood of its decoders")
+        # word vectors serve only the export of a skip-thought encoder (vocabulary expansion)
+        built = build(settings.model_copy(update={"wordvecs": None}))
+        heldout = PreparedCorpus(corpus)
+        check_heldout(heldout, built.corpus)
+        workers = len(list(latest.glob(ckpt.RNG_GLOB)))
+        return cls(run_dir, corpus, checkpoints, run_id, settings, built,
+                   heldout_batches(heldout, built.corpus.vocab, settings.batch_size, settings.max_len),
+                   store.trained_hours(client, run_id, settings.batch_size * workers),
+                   num_batches(built.corpus, ExampleKind.TRIPLE, settings.batch_size, world_size=workers,
+                               seed=settings.seed))
+
+    @property
+    def checkpoints_halve_epochs(self) -> bool:
+        # an epoch's steps differ by a few batches from one epoch to the next (batching.py's blocks)
+        return abs(2 * self.settings.checkpoint_every - self.steps_per_epoch) <= self.steps_per_epoch // 100
+
+    def evaluate(self, folder: Path) -> dict[str, Any]:
+        """The record of one checkpoint: where it stands in training and its held-out perplexities."""
+        state, _ = ckpt.load(folder, rank=0, map_location=CPU)
+        try:
+            self.built.objective.load_state_dict(state["model"])
+        except RuntimeError as error:
+            raise ValueError(f"{folder / ckpt.STATE_FILE}: its weights are not those of the model the run's settings "
+                             f"describe ({str(error).splitlines()[0]})") from None
+        step = ckpt.Progress(**state["progress"])
+        wall, cpu = time.perf_counter(), time.process_time()
+        nll = corpus_nll(self.built.objective, tqdm(self.batches, desc=folder.name, unit=" batch", disable=None))
+        record = {"run": self.run_dir.name, "checkpoint": folder.name, "step": step.step, "epoch": step.epoch,
+                  "half_epochs": half_epochs(step, self.settings.checkpoint_every)
+                  if self.checkpoints_halve_epochs else None,
+                  "sentences": step.step * self.settings.batch_size * len(list(folder.glob(ckpt.RNG_GLOB))),
+                  "perplexity_next": nll.perplexity("next"), "perplexity_previous": nll.perplexity("previous"),
+                  "examples": nll.examples, "tokens_next": nll.tokens["next"],
+                  "tokens_previous": nll.tokens["previous"], "seconds": round(time.perf_counter() - wall, 1),
+                  "cpu_seconds": round(time.process_time() - cpu, 1)}
+        if step.step in self.hours:
+            record["train_hours"] = self.hours[step.step]
+        return record
+
+    def report(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """The records, by step, with the run's rule verdict and what they were measured on."""
+        records = sorted(records, key=lambda record: record["step"])
+        if self.checkpoints_halve_epochs:
+            verdict = plateau([(r["half_epochs"], r["perplexity_next"]) for r in records
+                               if r["half_epochs"] is not None])
+        else:
+            verdict = Verdict("unjudged", None, f"checkpoint_every {self.settings.checkpoint_every} is not half of an "
+                                                f"epoch's {self.steps_per_epoch} steps: the rule needs half-epoch "
+                                                "checkpoints")
+        return {"run": self.run_dir.name, "run_folder": portable_path(self.run_dir),
+                "mlflow_run_id": self.mlflow_run_id, "corpus": portable_path(self.corpus),
+                "training_corpus": portable_path(self.settings.corpus), "max_len": self.settings.max_len,
+                "checkpoint_every": self.settings.checkpoint_every, "steps_per_epoch": self.steps_per_epoch,
+                "records": records, "plateau": {"decision": verdict.decision, "epochs": verdict.epochs,
+                                                "line": verdict.line}}
+
+
+def recorded_params(client, run_id: str, checkpoint: Path, tracking_uri: str) -> dict[str, str]:
+    """The params of the MLflow run ``checkpoint`` names."""
+    try:
+        return client.get_run(run_id).data.params
+    except MlflowException:
+        raise ValueError(f"{checkpoint / ckpt.STATE_FILE}: names MLflow run {run_id}, which {tracking_uri} does not "
+                         "hold (--tracking-uri, MLFLOW_TRACKING_URI)") from None
+
+
+def describe(record: dict[str, Any]) -> str:
+    """A record as one line of the command's output."""
+    where = (f"{record['half_epochs'] / 2:g} epochs" if record["half_epochs"] is not None
+             else "not at a half epoch")
+    hours = f", {record['train_hours']:.2f} h trained" if "train_hours" in record else ""
+    return (f"{record['checkpoint']}: step {record['step']} ({where}{hours}): held-out perplexity next "
+            f"{record['perplexity_next']:.2f}, previous {record['perplexity_previous']:.2f} "
+            f"({record['examples']} examples; {record['seconds']:.0f} s)")
