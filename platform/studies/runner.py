@@ -341,7 +341,8 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         # triple is one sentence per example)
         sentences_per_step = settings.batch_size * study.workers
         # a warm-started run's history begins with its source's curves, whose training time is source.hours
-        hours = source.hours + took if source else (max(store.trained_hours(client, run_id, sentences_per_step).values(), default=0.0) or took)
+        windows = store.trained_hours(client, run_id, sentences_per_step)
+        hours = source.hours + took if source else (max(windows.values(), default=0.0) or took)
         encoder = SentenceEncoder.load(outcome.model_dir)
         steps = int(outcome.metrics.get("step", settings.max_steps or 0))
         metrics = {HOURS: hours, SENTENCES_SEEN: float(steps * sentences_per_step)}
