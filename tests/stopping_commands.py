@@ -8,9 +8,11 @@ its pool workers, its fastText child, its local Ray (the GCS, the raylet, Ray's 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass
@@ -36,8 +38,33 @@ class Stop:
 
 
 def start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([*SKIPVIEW, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    """The command in a session of its own, its output (stdout and stderr) read as it prints it, so a test can wait
+    on a line (``printed``) and a command that prints much never blocks on a full pipe."""
+    process = subprocess.Popen([*SKIPVIEW, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    process.lines = []
+    process.reader = threading.Thread(target=lambda: process.lines.extend(process.stdout), daemon=True)
+    process.reader.start()
+    return process
+
+
+def printed(process: subprocess.Popen) -> str:
+    """What the command has printed so far (all of it once it has exited and its output is read to the end)."""
+    return "".join(process.lines)
+
+
+def trained_a_step(process: subprocess.Popen) -> bool:
+    """The command's console shows a run's progress past step 0 (a run's first report, ``run NAME: step N/M``,
+    skipview.platform.training.progress): a stop sent now lands mid-training however loaded the machine is."""
+    return re.search(r": step [1-9]", printed(process)) is not None
+
+
+def ended(process: subprocess.Popen, timeout: float | None = None) -> int:
+    """Its exit status once it has exited and all it printed has been read (``subprocess.TimeoutExpired`` when it
+    has not exited within ``timeout``)."""
+    status = process.wait(timeout=timeout)
+    process.reader.join()
+    return status
 
 
 def session_processes(sid: int) -> list[psutil.Process]:
@@ -63,11 +90,12 @@ def stop(process: subprocess.Popen, signum: int, timeout: float) -> Stop:
         process.send_signal(signum)
     process.send_signal(signal.SIGCONT)             # a command the test paused wakes to the signal
     try:
-        output, _ = process.communicate(timeout=timeout)
-        status = process.returncode
+        status = ended(process, timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
-        output, status = process.communicate()[0], None
+        ended(process)
+        status = None
+    output = printed(process)
     seconds = time.monotonic() - sent
     left = []
     deadline = time.monotonic() + 3
@@ -109,10 +137,12 @@ def wait_for(condition, what: str, process: subprocess.Popen, timeout: float = 3
     deadline = time.monotonic() + timeout
     while not condition():
         if process.poll() is not None:
-            raise AssertionError(f"the command ended before {what}: {process.communicate()[0][-3000:]}")
+            ended(process)
+            raise AssertionError(f"the command ended before {what}: {printed(process)[-3000:]}")
         if time.monotonic() > deadline:
             os.killpg(process.pid, signal.SIGKILL)
-            raise AssertionError(f"not {what} within {timeout} s")
+            ended(process)
+            raise AssertionError(f"not {what} within {timeout} s: {printed(process)[-3000:]}")
         time.sleep(0.1)
 
 

@@ -9,11 +9,10 @@ import os
 import signal
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from stopping_commands import SKIPVIEW, assert_stopped, start, stop, wait_for
+from stopping_commands import SKIPVIEW, assert_stopped, start, stop, trained_a_step, wait_for
 
 GRACE_S = 60
 REPO = Path(__file__).resolve().parents[3]
@@ -46,9 +45,7 @@ def test_a_study_stopped_mid_training_keeps_its_checkpoint_and_the_same_command_
     env.pop("RAY_ADDRESS", None)
     process = start(["study", "run", str(study)], tmp_path, env)
     log = tmp_path / "runs" / "stopped_study.log"
-    wait_for(lambda: log.exists() and "rank 0: start-up phases" in log.read_text(), "the model trained", process,
-             timeout=600)
-    time.sleep(3)
+    wait_for(lambda: trained_a_step(process), "the model trained a step", process, timeout=600)
     result = stop(process, signal.SIGTERM, GRACE_S * 3)
     assert_stopped(result, signal.SIGTERM, GRACE_S, kept="run stopped_study-disc-f-seed0 stopped at step ")
     assert "each finished run's record in reports/stopped_study/runs" in result.last_line

@@ -11,10 +11,9 @@ import shlex
 import signal
 import subprocess
 import textwrap
-import time
 
 import pytest
-from stopping_commands import SKIPVIEW, assert_stopped, start, stop, wait_for
+from stopping_commands import SKIPVIEW, assert_stopped, start, stop, trained_a_step, wait_for
 
 from skipview.platform.tracking import store
 
@@ -43,11 +42,7 @@ def test_a_search_stopped_mid_trial_checkpoints_the_trial_and_resumes_to_every_t
             "--set", "postprocessing_sentences=50", "--grace-period", str(STEPS)]
     process = start(args, tmp_path, env)
 
-    def training() -> bool:                 # a trial's worker has passed its start-up (the search's log says so)
-        return any("rank 0: start-up phases" in log.read_text() for log in (tmp_path / "runs").glob("tune-*.log"))
-
-    wait_for(training, "a trial trained", process, timeout=600)
-    time.sleep(3)
+    wait_for(lambda: trained_a_step(process), "a trial trained a step", process, timeout=600)
     result = stop(process, signal.SIGTERM, GRACE_S * 3)
     assert_stopped(result, signal.SIGTERM, GRACE_S, kept="each running trial's checkpoint")
     snapshots = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/checkpoint_manager_snapshot.json")]
