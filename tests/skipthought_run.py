@@ -96,6 +96,19 @@ def write_skipthought_run(root: Path) -> Run:
     return Run(folder, heldout, uri, settings, run_id, checkpoints, documents)
 
 
+def write_disc_run(run: Run, folder: Path) -> Path:
+    """A run folder like ``run``'s whose MLflow run recorded a discriminative model: what only skip-thought's readers
+    refuse."""
+    settings = TrainSettings(objective="disc", corpus=run.settings.corpus, wordvecs=run.settings.wordvecs)
+    run_id, _ = store.open_run(store.client(run.uri), "disc", str(folder), folder.name,
+                               params=driver.run_params(settings))
+    objective = build_objective("skipthought", run.settings.objective_settings,
+                                vocab=PreparedCorpus(run.settings.corpus).vocab, word_vectors=None)
+    name = write_checkpoint(folder, "checkpoint_2026-11-29_06-00-00.000001", objective, ckpt.Progress(step=4), run_id)
+    (folder / SNAPSHOT).write_text(json.dumps({"checkpoint_results": [{"checkpoint_dir_name": name}]}))
+    return folder
+
+
 def mark_cut(corpus: Path, **block) -> None:
     """Give a corpus the ``cut`` block ``skipview data cut`` writes in its meta.json (``rest``: the documents the
     cut leaves out)."""

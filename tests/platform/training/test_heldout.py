@@ -11,15 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 from prepared_data import write_prepared_corpus
-from skipthought_run import BATCH, MAX_LEN, mark_cut, write_checkpoint
+from skipthought_run import BATCH, MAX_LEN, mark_cut, write_disc_run
 
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.registry import build_objective
 from skipview.models.vocab import BOS_ID, EOS_ID, UNK_ID
 from skipview.platform.cli import run
-from skipview.platform.tracking import store
-from skipview.platform.training import checkpoint as ckpt, driver
-from skipview.platform.training.config import TrainSettings
+from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.heldout import half_epochs, plateau
 from skipview.platform.training.run_folder import SNAPSHOT
 
@@ -123,15 +121,7 @@ def test_bad_input_is_one_line_naming_the_file_and_writes_nothing(skipthought_ru
     empty.mkdir()
     assert f"{empty / SNAPSHOT}: no such file" in fails(empty, skipthought_run.heldout)
 
-    settings = TrainSettings(objective="disc", corpus=skipthought_run.settings.corpus,
-                             wordvecs=skipthought_run.settings.wordvecs)
-    disc = tmp_path / "runs" / "disc-tiny"
-    run_id, _ = store.open_run(store.client(skipthought_run.uri), "disc", str(disc), disc.name,
-                               params=driver.run_params(settings))
-    objective = build_objective("skipthought", skipthought_run.settings.objective_settings,
-                                vocab=PreparedCorpus(skipthought_run.settings.corpus).vocab, word_vectors=None)
-    name = write_checkpoint(disc, "checkpoint_2026-11-29_06-00-00.000001", objective, ckpt.Progress(step=4), run_id)
-    (disc / SNAPSHOT).write_text(json.dumps({"checkpoint_results": [{"checkpoint_dir_name": name}]}))
+    disc = write_disc_run(skipthought_run, tmp_path / "runs" / "disc-tiny")
     assert f"{disc}: a disc run" in fails(disc, skipthought_run.heldout)
 
     cased = tmp_path / "cased"
