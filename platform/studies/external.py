@@ -57,8 +57,9 @@ def finished(cell: Cell, seed: int, tracking_uri: str) -> External:
                                 f"checkpoint {folder} {directory}`)")
     run = RecordedRun.open(folder, tracking_uri)
     if run.status != "FINISHED":
-        raise ValueError(f"{where}: run {folder} (MLflow run {run.mlflow_run_id}) has not finished: {run.status} at "
-                         f"step {run.latest.step}; `skipview train` ends it (the same command resumes it)")
+        raise ValueError(f"{where}: run {folder} (MLflow run {run.mlflow_run_id}) has not finished: {run.status}, "
+                         f"its latest checkpoint at step {run.latest.step}; `skipview train` ends it (the same command "
+                         "resumes it)")
     _check_model_of(cell, run, folder)
     model = SentenceEncoder.load(directory)
     source = exported_from(model)

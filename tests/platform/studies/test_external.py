@@ -66,8 +66,8 @@ def test_a_row_trained_outside_the_study_is_evaluated_and_recorded_with_the_run_
     with pytest.raises(ValueError) as error:
         run_study(matrix, base, settings)
     assert str(error.value) == (f"uni, seed 0: run {tmp_path}/runs/st-tiny-s0 (MLflow run {skipthought_run.run_id}) "
-                                "has not finished: RUNNING at step 32; `skipview train` ends it (the same command "
-                                "resumes it)")
+                                "has not finished: RUNNING, its latest checkpoint at step 32; `skipview train` ends "
+                                "it (the same command resumes it)")
     experiment = client.get_experiment_by_name("st").experiment_id
     assert client.search_runs([experiment]) == []
 
