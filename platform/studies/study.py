@@ -315,10 +315,9 @@ def _borrowed_numbers(name: str, entry: BorrowRows) -> Path:
 
 def _borrowed_rows(studies: Path, name: str, entry: BorrowRows, component_fit: str) -> list[RunRecord]:
     """The records of the rows ``entry`` borrows from the study ``name`` (its file in ``studies``): its run records'
-    cost and lineage, and
-    their numbers from its analysis (the rows of ``component_fit``, every task it ran), or their own. A seed the
-    analysis did not measure is left out. Their training curves stay in that study's report: this one's curves are
-    its own runs'."""
+    cost and lineage, and their numbers from its analysis (the rows of ``component_fit``, every task it ran), or
+    their own. A seed the analysis did not measure is left out. Their training curves stay in that study's report:
+    this one's curves are its own runs'."""
     records = [record for record in read_records(REPORTS / name) if record.cell in entry.rows]
     source = {BORROWED_FROM: name, BORROWED_METRICS: _borrowed_numbers(name, entry).as_posix()}
     if entry.analysis is None:
