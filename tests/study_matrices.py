@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skipview.platform.studies.matrix import Matrix, Rows, load_catalogue, pick
+from skipview.platform.studies.matrix import Define, Matrix, load_catalogue, pick
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "studies" / "catalogue.yaml"
 TABLE6_ROWS = ["gen-invertible", "gen-no-invertible", "disc-fg", "disc-ff", "disc-gg", "disc-f", "disc-g",
@@ -14,4 +14,4 @@ TABLE6_ROWS = ["gen-invertible", "gen-no-invertible", "disc-fg", "disc-ff", "dis
 
 def table6() -> Matrix:
     catalogue = load_catalogue(CATALOGUE)
-    return pick(catalogue, Rows(), TABLE6_ROWS, ["table6"], [c.name for c in catalogue.columns])
+    return pick(catalogue, Define(), TABLE6_ROWS, ["table6"], [c.name for c in catalogue.columns])

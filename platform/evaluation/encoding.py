@@ -81,17 +81,22 @@ class CombinedEncoder:
     """Views of separately trained models as one encoder, ensembled as ``SentenceEncoder`` ensembles its own views:
     the average of the post-processed vectors (unsupervised), their concatenation (supervised). The parts share
     one ``component_fit``, so the suite calls the whole ensemble per subset when they fit per subset.
-    ``weights``: a weighted average instead of the mean (unsupervised; e.g. a view's share chosen on a dev split)."""
+    ``weights``: a weighted average instead of the mean (unsupervised; e.g. a view's share chosen on a dev split).
+    ``concatenate``: their concatenation on unsupervised tasks too (combine-skip: two models trained apart share no
+    coordinates, and the cosine of two concatenations of unit vectors is the mean of the parts' cosines, where an
+    average would add the cross terms of one part's vector with the other's)."""
 
-    def __init__(self, parts: list[Encoder], weights: list[float] | None = None):
+    def __init__(self, parts: list[Encoder], weights: list[float] | None = None, concatenate: bool = False):
         if weights is not None and len(weights) != len(parts):
             raise ValueError(f"{len(weights)} weights for {len(parts)} ensemble parts")
-        self.parts, self.weights = parts, weights
+        if weights is not None and concatenate:
+            raise ValueError("weights average the parts; a concatenation has none")
+        self.parts, self.weights, self.concatenate = parts, weights, concatenate
         self.component_fit = parts[0].component_fit
 
     def encode(self, sentences: list[str], mode: Mode = "unsupervised") -> np.ndarray:
         vectors = [part.encode(sentences, mode=mode) for part in self.parts]
-        if mode != "unsupervised":
+        if mode != "unsupervised" or self.concatenate:
             return np.concatenate(vectors, axis=1)
         return np.average(vectors, axis=0, weights=self.weights)
 

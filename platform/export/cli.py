@@ -1,4 +1,5 @@
-"""``skipview export sentence-transformers MODEL_DIR OUT``: a trained model for sentence-transformers (and MTEB).
+"""``skipview export``: ``sentence-transformers MODEL_DIR OUT``, a trained model for sentence-transformers (and
+MTEB); ``checkpoint RUN_FOLDER OUT``, a skip-thought run's kept checkpoint as a model directory (checkpoint.py).
 
 sentence-transformers is the optional extra ``skipview[st]``; the command says so in one line where it is missing.
 """
@@ -12,7 +13,8 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="Write a trained model in another tool's format.")
+app = typer.Typer(no_args_is_help=True, help="Write a trained model in another tool's format, or a run's checkpoint "
+                                             "as a model directory.")
 
 TOLERANCE = 1e-5      # float32 rounding of the same operations in another batching
 # a few sentences of the kinds the evaluation holds, to check the export against the model it came from
@@ -57,3 +59,34 @@ def sentence_transformers(
                            f"(> {TOLERANCE}); the export was removed")
     typer.echo(json.dumps({"exported": str(out), "view": view, "mode": mode, "postprocessing": postprocessing,
                            "max_abs_difference_to_skipview": difference}))
+
+
+@app.command("checkpoint")
+def checkpoint(
+    run_folder: Path = typer.Argument(..., exists=True, file_okay=False,
+                                      help="a skip-thought run's folder (STORAGE/NAME of `skipview train`)"),
+    out: Path = typer.Argument(..., help="model directory to write (an existing model directory is replaced)"),
+    step: Optional[int] = typer.Option(None, min=0, help="the kept checkpoint at this optimiser step (default: the "
+                                                         "latest)"),
+    wordvecs: Optional[Path] = typer.Option(None, exists=True, file_okay=False,
+                                            help="word vectors aligned with the run's training corpus (`skipview "
+                                                 "data wordvecs` of that corpus): vocabulary expansion"),
+    tracking_uri: Optional[str] = typer.Option(None, envvar="MLFLOW_TRACKING_URI",
+                                               help="MLflow store of the run, where its settings are (default "
+                                                    "./mlflow.db)"),
+    threads: int = typer.Option(1, min=1, help="torch threads (one leaves the other cores to the trainings)"),
+) -> None:
+    """Write a kept checkpoint of a skip-thought run as a model directory (`SentenceEncoder.load(OUT)`), its
+    post-processing fitted as the run fits its final model's; with --wordvecs, vocabulary-expanded (Kiros et al.
+    2015, section 2.2) to every word of the training corpus that has a vector."""
+    import torch
+
+    from skipview.platform.export.checkpoint import EXPORTED_FROM, export_checkpoint
+    from skipview.platform.tracking import store
+    from skipview.platform.training.recorded_run import RecordedRun
+
+    torch.set_num_threads(threads)
+    run = RecordedRun.open(run_folder, tracking_uri or store.tracking_uri())
+    encoder = export_checkpoint(run, out, step, wordvecs)
+    typer.echo(json.dumps({"exported": str(out), **encoder.metadata[EXPORTED_FROM],
+                           "vocab_expansion": encoder.metadata.get("vocab_expansion")}))

@@ -10,8 +10,19 @@ Keys of a row (catalogue ``cells``, ``combined``, ``references``, or a study's `
 ``baseline``    instead: ``avg``, ``wr``, ``sif`` or ``usif``, computed from the word vectors with no training.
 ``combine``     instead: ``[cell/view, cell/view]`` of two trained cells of the same seed, ensembled (Table 6 does it
                 for the single-view f and g models and for f1 with g1); its training cost is the sum of its parts'.
+                ``ensemble``: ``mean`` (the multi-view paper's: the parts' vectors averaged on unsupervised tasks,
+                concatenated on supervised ones) or ``concatenation`` (in both: combine-skip, Kiros et al. 2015
+                section 3.1; two separately trained spaces have no coordinates in common to average, and the cosine
+                of two concatenations of unit vectors is the mean of the parts' cosines). Its seeds are those both
+                parts have.
+``run``         with ``objective``: a model trained outside the study, by ``skipview train`` over hours and sessions
+                (issue 57): its run folder (``STORAGE/NAME``) and ``model``, the model directory to evaluate, each
+                with ``{seed}``; ``seeds``, the seeds it has (default: the study's). The study evaluates it and
+                records the run's hours and sentences seen; it never trains it.
 ``tags``        MLflow tags (strings) the UI's compare view groups by; ``views``: encoder view name -> report label
-                (the ``SentenceEncoder``'s names: f, g, f1, f2, g1, g2, and ``ensemble``).
+                (the ``SentenceEncoder``'s names: f, g, f1, f2, g1, g2, uni, bi, and ``ensemble``).
+
+A study may also report rows another study measured (its ``borrow_rows``: ``Matrix.borrowed``), which it never runs.
 
 The catalogue also holds the report ``columns`` (``name``, ``title``, ``metrics``: evaluation metric keys averaged
 per run over those the run has) and named ``claims`` sets (``better``/``worse`` as ``cell/view``, ``column``,
@@ -49,6 +60,7 @@ HOURS = "train/hours"
 SENTENCES_SEEN = "train/sentences_seen"
 SUMMARY = "summary"         # a run's report columns as metrics summary/<column> (ablation.summary_metrics)
 TRAIN_PARAMS = "train"      # a trained run's settings are its params train.<setting> (see ablation's docstring)
+SEEDED = r"\{seed\}"         # a path pattern of a row trained outside the study: one run and model per seed
 
 
 class MatrixError(ValueError):
@@ -64,6 +76,10 @@ class Cell(_Strict):
     objective: ObjectiveName | None = None
     baseline: Literal["avg", "wr", "sif", "usif"] | None = None
     combine: list[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]] | None = Field(None, min_length=2, max_length=2)
+    ensemble: Literal["mean", "concatenation"] = "mean"
+    run: str | None = Field(None, pattern=SEEDED)
+    model: str | None = Field(None, pattern=SEEDED)
+    seeds: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
     settings: dict[str, Any] = {}
     train: dict[str, Any] = {}      # dotted overrides of the cell's training settings (a study's cell_settings)
     tags: dict[str, str] = {}
@@ -77,6 +93,16 @@ class Cell(_Strict):
         if self.objective is None and (self.settings or self.train or set(self.views) != {ENSEMBLE}):
             raise ValueError("a baseline or combined row has no settings and one representation: "
                              "views: {ensemble: <label>}")
+        if self.ensemble != "mean" and self.combine is None:
+            raise ValueError("ensemble: only a combined row ensembles its parts")
+        if (self.run is None) != (self.model is None) or (self.run is not None and self.objective is None):
+            raise ValueError("a row trained outside the study gives its objective, run (the `skipview train` run "
+                             "folder) and model (the model directory to evaluate), each with {seed}")
+        if self.run is not None and self.train:
+            raise ValueError("a row trained outside the study has no training settings (train) to apply")
+        if self.seeds is not None and self.run is None:
+            raise ValueError("seeds: only a row trained outside the study names its seeds (the study's seeds run "
+                             "every other row)")
         return self
 
 
@@ -106,12 +132,13 @@ class Matrix(_Strict):
     cells: list[Cell] = Field(min_length=1)
     combined: list[Cell] = []
     references: list[Cell] = []
+    borrowed: list[Cell] = []       # another study's rows, reported beside these, never run (a study's borrow_rows)
     columns: list[Column] = Field(min_length=1)
     claims: list[Claim] = []
 
     @model_validator(mode="after")
     def _consistent(self):
-        rows = self.cells + self.combined + self.references
+        rows = self.cells + self.combined + self.references + self.borrowed
         names = [c.name for c in rows]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -139,7 +166,20 @@ class Matrix(_Strict):
         return self
 
     def rows(self, references: bool) -> list[Cell]:
+        """The rows the study runs."""
         return self.cells + self.combined + (self.references if references else [])
+
+    def reported(self, references: bool) -> list[Cell]:
+        """The rows its report shows: those it runs, then those it borrows."""
+        return self.rows(references) + self.borrowed
+
+    def has_seed(self, row: Cell, seed: int) -> bool:
+        """Whether the study runs ``row`` at ``seed``: a row trained outside it at the seeds it names, a combined row
+        at those both its parts have, every other row at every seed."""
+        if row.combine:
+            cells = {cell.name: cell for cell in self.cells}
+            return all(self.has_seed(cells[part.split("/")[0]], seed) for part in row.combine)
+        return row.seeds is None or seed in row.seeds
 
     def at_size(self, size: str) -> "Matrix":
         """The rows of one size of a learning curve (a study's ``sizes``): every row named ``<name>.<size>`` and
@@ -164,10 +204,11 @@ class Matrix(_Strict):
         return cls(**{kind: [row for m in matrices for row in getattr(m, kind)]
                       for kind in ("cells", "combined", "references", "claims")}, columns=matrices[0].columns)
 
-    def subset(self, names: list[str]) -> "Matrix":
-        """The matrix restricted to the rows ``names`` (cells, combined or reference rows), with the claims whose
-        two sides are both kept: a study of the cells that carry a question, costed by what it trains. A combined
-        row needs its parts among the names (checked as for a whole matrix)."""
+    def subset(self, names: list[str], borrowed: list[Cell] = ()) -> "Matrix":
+        """The matrix restricted to the rows ``names`` (cells, combined or reference rows), with ``borrowed`` rows of
+        other studies beside them, and the claims whose two sides are both there: a study of the cells that carry a
+        question, costed by what it trains. A combined row needs its parts among the names (checked as for a whole
+        matrix)."""
         known = {row.name for row in self.cells + self.combined + self.references}
         unknown = [name for name in names if name not in known]
         if unknown:
@@ -176,9 +217,11 @@ class Matrix(_Strict):
         cells = [row for row in self.cells if row.name in kept]
         if not cells:
             raise ValueError("cells: name at least one trained cell")
-        claims = [c for c in self.claims if {c.better.split("/")[0], c.worse.split("/")[0]} <= kept]
+        reported = kept | {row.name for row in borrowed}
+        claims = [c for c in self.claims if {c.better.split("/")[0], c.worse.split("/")[0]} <= reported]
         return Matrix(cells=cells, combined=[r for r in self.combined if r.name in kept],
-                      references=[r for r in self.references if r.name in kept], columns=self.columns, claims=claims)
+                      references=[r for r in self.references if r.name in kept], borrowed=list(borrowed),
+                      columns=self.columns, claims=claims)
 
 
 @dataclass(frozen=True)
@@ -223,6 +266,12 @@ class Rows(_Strict):
         return self.cells + self.combined + self.references
 
 
+class Define(Rows):
+    """A study's own rows (its ``define``), with the directions it checks on them (``claims``: the catalogue's claim
+    sets name catalogue rows only)."""
+    claims: list[Claim] = []
+
+
 class Catalogue(Rows):
     columns: list[Column] = Field(min_length=1)
     claims: dict[str, list[Claim]] = {}
@@ -243,10 +292,12 @@ def load_catalogue(path: str | Path = CATALOGUE) -> Catalogue:
     return load_model(path, Catalogue, MatrixError)
 
 
-def pick(catalogue: Catalogue, own: Rows, names: list[str], claim_sets: list[str], columns: list[str]) -> Matrix:
+def pick(catalogue: Catalogue, own: Define, names: list[str], claim_sets: list[str], columns: list[str],
+         borrowed: list[Cell] = ()) -> Matrix:
     """A study's matrix: the rows ``names`` (the catalogue's or the study's own, in the catalogue's order, the
-    study's own after), the claims of ``claim_sets`` whose two rows it has, and the report ``columns``. A ValueError
-    names the first problem ("cells: ...", "claims: ...", "columns: ...", "define: ...")."""
+    study's own after), the ``borrowed`` rows of other studies, the claims of ``claim_sets`` whose two rows it has
+    and its own (``Define.claims``), and the report ``columns``. A ValueError names the first problem ("cells: ...",
+    "claims: ...", "columns: ...", "define: ...")."""
     clash = sorted({row.name for row in own.all()} & {row.name for row in catalogue.all()})
     if clash:
         raise ValueError(f"define: {', '.join(clash)} is a row of the catalogue ({CATALOGUE}): use it by name under "
@@ -259,9 +310,14 @@ def pick(catalogue: Catalogue, own: Rows, names: list[str], claim_sets: list[str
     unknown = [name for name in columns if name not in known]
     if unknown:
         raise ValueError(f"columns: no column {', '.join(unknown)} in {CATALOGUE} (columns: {', '.join(known)})")
+    rows = set(names) | {row.name for row in borrowed}
+    for claim in own.claims:
+        absent = [side for side in (claim.better, claim.worse) if side.split("/")[0] not in rows]
+        if absent:
+            raise ValueError(f"define: claim {claim.better} > {claim.worse}: {absent[0]} is not a row of the study")
     whole = catalogue.whole(own).model_copy(update={"claims": [claim for name in claim_sets
-                                                               for claim in catalogue.claims[name]]})
-    study = whole.subset(names)
+                                                               for claim in catalogue.claims[name]] + own.claims})
+    study = whole.subset(names, borrowed)
     reported = [claim for claim in study.claims if claim.column not in columns]
     if reported:
         raise ValueError(f"columns: claim {reported[0].better} > {reported[0].worse} is on column "
@@ -271,13 +327,14 @@ def pick(catalogue: Catalogue, own: Rows, names: list[str], claim_sets: list[str
 
 def plan(matrix: Matrix, seeds: int, references: bool = False, first_seed: int = 0) -> list[PlannedRun]:
     """Every run of the study, seed-major so an interrupted study has every cell at its first seeds; a combined
-    row follows the cells it combines. Baselines have no randomness: one run each."""
+    row follows the cells it combines. Baselines have no randomness: one run each. A row with seeds of its own runs
+    at those (``Matrix.has_seed``)."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     runs = []
     for seed in range(first_seed, first_seed + seeds):
         for cell in matrix.rows(references):
-            if cell.baseline is None or seed == first_seed:
+            if (cell.baseline is None or seed == first_seed) and matrix.has_seed(cell, seed):
                 runs.append(PlannedRun(cell, seed))
     return runs
 

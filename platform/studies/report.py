@@ -66,6 +66,7 @@ RECORDS = "runs"        # the report directory's folder of committed run records
 # the tags that say which code and data a run used and what it computed on (tracking.lineage)
 LINEAGE = ("git_commit", "corpus.hash", "wordvecs.hash", HARDWARE_TAG)
 BORROWED_FROM = "borrowed_from"       # the lineage key of a record another study ran (``Study.borrowed_records``)
+BORROWED_METRICS = "borrowed_metrics"   # and of the file its numbers were read from, where not its own record
 
 
 def write_records(runs: Iterable[RunRecord], out_dir: Path) -> None:
@@ -144,6 +145,7 @@ class Summary:
     common_params: dict[str, str]                                  # params identical in every trained run
     claims: list[dict[str, Any]]
     missing: list[str]                                             # cells with no finished run
+    sources: dict[str, str] = field(default_factory=dict)          # cell -> where its numbers come from
     vectors: dict[str, list[str]] = field(default_factory=dict)    # word-vector hash -> the runs that read them
     paper: dict[tuple[str, str], float] = field(default_factory=dict)  # (cell/view, column) -> the paper's number
 
@@ -193,7 +195,7 @@ def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, refere
     by_cell: dict[str, list[RunRecord]] = defaultdict(list)
     for run in runs:
         by_cell[run.cell].append(run)
-    cells = [c for c in matrix.rows(references) if c.baseline is None or c.name in by_cell]
+    cells = [c for c in matrix.reported(references) if c.baseline is None or c.name in by_cell]
     rows = [(cell, view) for cell in cells for view in cell.views]
     stats: dict[tuple[str, str], dict[str, Stat]] = {}
     used: dict[str, set[str]] = defaultdict(set)
@@ -218,9 +220,31 @@ def summarise(matrix: Matrix, runs: Iterable[RunRecord], experiment: str, refere
         common_params=common,
         claims=[_check(claim, stats) for claim in matrix.claims],
         missing=[c.name for c in cells if not by_cell[c.name]],
+        sources={c.name: _source(c, by_cell[c.name]) for c in cells if by_cell[c.name]},
         vectors=_vectors([r for c in cells for r in by_cell[c.name]]),
         paper=paper_values(matrix.claims),
     )
+
+
+def _source(cell: Cell, runs: list[RunRecord]) -> str:
+    """Where a row's numbers come from, in a line of the report."""
+    lineage, params = runs[0].lineage, runs[0].params
+    if BORROWED_FROM in lineage:
+        study = lineage[BORROWED_FROM]
+        numbers = lineage.get(BORROWED_METRICS, f"reports/{study}/runs/")
+        return (f"borrowed from the study {study}, never run here: numbers from `{numbers}`, hours and sentences "
+                f"from `reports/{study}/runs/`")
+    if cell.run:
+        return (f"trained outside the study (`skipview train`): run `{cell.run}`, model `{cell.model}`, evaluated "
+                "here; hours and sentences from the run's MLflow record")
+    if cell.combine:
+        how = ("concatenated" if cell.ensemble == "concatenation"
+               else "averaged (unsupervised tasks) and concatenated (supervised)")
+        return f"{' and '.join(f'`{part}`' for part in cell.combine)} of the same seed, {how}; cost the sum of theirs"
+    if cell.baseline:
+        vectors = params.get("reference.wordvecs", "")
+        return f"computed here from the word vectors `{portable_path(vectors) if vectors else 'not recorded'}`"
+    return "trained and evaluated by this study"
 
 
 def _vectors(runs: list[RunRecord]) -> dict[str, list[str]]:
@@ -296,8 +320,8 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
     columns = [c for c in matrix.columns
                if any(summary.stats[cell.name, view][c.name].n for cell, view in summary.rows)] or matrix.columns
     lines = [f"# Ablation (MLflow experiment `{summary.experiment}`)", "",
-             "Paper: multi-view frameworks, Table 6. Each number: mean ± sample std over seeds; per run, a column "
-             "is the mean of the metrics listed under *Metrics used* that the run has (×100).", ""]
+             "Each number: mean ± sample std over a row's seeds (its *Seeds*; one seed has no std and says n=1); per "
+             "run, a column is the mean of the metrics listed under *Metrics used* that the run has (×100).", ""]
     header = ["Model", "View", "Seeds", "Train hours", "Sentences seen"] + [c.title for c in columns]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for cell, view in summary.rows:
@@ -323,8 +347,10 @@ def render_markdown(summary: Summary, matrix: Matrix, chart_name: str | None, cu
     if curves_chart is not None:
         lines += ["", "Training curves, mean over each cell's seeds (`ablation_curves.json` has the numbers):", "",
                   f"![training curves]({curves_chart.name})"]
+    lines += ["", "## Where each row comes from", ""]
+    lines += [f"- `{name}`: {source}" for name, source in summary.sources.items()]
     lines += _beside_the_paper(summary, matrix)
-    lines += ["", "## Table 6 directions", "",
+    lines += ["", "## The paper's directions", "",
               "A direction is *reproduced* when the measured gap exceeds the larger seed std of its two sides, "
               "*reversed* when it is below minus that spread, and a *tie* inside it.", "",
               "| Better | Worse | Column | Paper | Measured (seeds) | Difference | Verdict |",

@@ -1,5 +1,6 @@
 """The study runner (``skipview study run``): train every cell of a study's matrix for each seed through the training
-driver, evaluate every view of every model, and record it all in the study's MLflow experiment.
+driver (a row trained outside the study is evaluated, never trained: ``external.py``), evaluate every view of every
+model, and record it all in the study's MLflow experiment.
 
 A study is resumable: a (cell, seed) whose MLflow run is finished and evaluated is skipped, an unfinished one is
 refitted under the same Train run name and so resumes from its last checkpoint. Each run carries the tags the
@@ -33,7 +34,7 @@ from skipview.platform.evaluation.datasets import TaskDataError, load_task
 from skipview.platform.evaluation.encoding import CombinedEncoder, ModelEncoder
 from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import lineage_tags
-from skipview.platform.studies import mlflow_view
+from skipview.platform.studies import external, mlflow_view
 from skipview.platform.training import driver
 from skipview.platform.training.config import (BUDGET_KEYS, RunSettings, TrainSettings, absolute_paths, set_dotted,
                                                settings_tree)
@@ -177,7 +178,7 @@ def run_study(matrix: Matrix, base: TrainSettings, study: StudySettings,
             log.info("%s: its committed run record stands for it; skipped", planned_run.run_name)
             records.append({"run": planned_run.run_name, "mlflow_run_id": None, "skipped": True})
             continue
-        records.append(_run_one(client, planned_run, base, study, tasks, matrix.columns))
+        records.append(_run_one(client, planned_run, base, study, tasks, matrix))
         if after_each is not None and not records[-1]["skipped"]:
             after_each()
     return records
@@ -190,6 +191,12 @@ def standing_records(planned: list[PlannedRun], recorded: Collection[tuple[str, 
     needed = {(part.split("/")[0], run.seed) for run in planned
               if run.cell.combine and (run.cell.name, run.seed) not in recorded for part in run.cell.combine}
     return set(recorded) - needed
+
+
+def model_dir(study: StudySettings, cell: Cell, seed: int) -> Path:
+    """Where the model of (cell, seed) is: the directory a row trained outside the study names, else its Train run's
+    output."""
+    return external.model_dir(cell, seed) if cell.run else Path(train_run(study, cell.name, seed).output)
 
 
 def train_run(study: StudySettings, cell: str, seed: int) -> RunSettings:
@@ -282,9 +289,10 @@ def summary_metrics(columns, planned: PlannedRun, metrics: dict[str, float]) -> 
     return {name: value for name, value in values.items() if value is not None}
 
 
-def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
+def _combined_parts(client, study: StudySettings, matrix: Matrix, cell: Cell, seed: int):
     """The encoders (and views) a combined row ensembles, with the summed training cost of their runs."""
     parts, cost = [], {HOURS: 0.0, SENTENCES_SEEN: 0.0}
+    cells = {c.name: c for c in matrix.cells}
     for part in cell.combine:
         name, view = part.split("/")
         run = train_run(study, name, seed)
@@ -292,14 +300,15 @@ def _combined_parts(client, study: StudySettings, cell: Cell, seed: int):
         recorded = client.get_run(run_id) if run_id else None
         if recorded is None or EVALUATED_TAG not in recorded.data.tags:
             raise RuntimeError(f"{cell.name}: its part {part} (run {run.name}) has not been trained and evaluated")
-        parts.append(ModelEncoder(SentenceEncoder.load(run.output), view, study.component_fit))
+        parts.append(ModelEncoder(SentenceEncoder.load(model_dir(study, cells[name], seed)), view,
+                                  study.component_fit))
         for key in cost:
             cost[key] += recorded.data.metrics[key]
-    return CombinedEncoder(parts), cost
+    return CombinedEncoder(parts, concatenate=cell.ensemble == "concatenation"), cost
 
 
 def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySettings, tasks: list[str],
-             matrix_columns) -> dict[str, Any]:
+             matrix: Matrix) -> dict[str, Any]:
     cell = planned.cell
     run = train_run(study, cell.name, planned.seed)
     key = driver.run_key(run)
@@ -309,9 +318,10 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
         return {"run": run.name, "mlflow_run_id": existing, "skipped": True}
 
     if cell.combine is not None:
-        encoder, metrics = _combined_parts(client, study, cell, planned.seed)
+        encoder, metrics = _combined_parts(client, study, matrix, cell, planned.seed)
         run_id, _ = store.open_run(client, study.experiment, key, planned.run_name,
-                                   params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine},
+                                   params={**planned.identity, f"{TRAIN_PARAMS}.parts": cell.combine,
+                                           f"{TRAIN_PARAMS}.ensemble": cell.ensemble},
                                    tags={**lineage_tags(base.corpus, base.wordvecs), **planned.tags})
     elif cell.baseline is not None:
         if base.wordvecs is None:
@@ -325,6 +335,14 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
                              "models with 'task' or 'subset'")
         encoder = AverageEncoder(WordVectors.load(base.wordvecs), cell.baseline, component_fit=study.component_fit)
         metrics = {HOURS: 0.0, SENTENCES_SEEN: 0.0}
+    elif cell.run is not None:
+        trained = external.finished(cell, planned.seed, study.tracking_uri)      # checked before anything is recorded
+        run_id, resumed = store.open_run(client, study.experiment, key, planned.run_name,
+                                         params={**planned.identity, TRAIN_PARAMS: trained.settings, **trained.params},
+                                         tags={**trained.tags, **planned.tags})
+        if not resumed:             # its training curves, once: what the report's curves read of a trained cell
+            store.log_metric_steps(client, run_id, trained.curves)
+        encoder, metrics = trained.model, dict(trained.cost)
     else:
         settings = cell_settings(base, cell, planned.seed)
         source = warm_start_source(client, study, cell.name, planned.seed, settings) if study.warm_start else None
@@ -351,7 +369,7 @@ def _run_one(client, planned: PlannedRun, base: TrainSettings, study: StudySetti
                                   study.component_fit))
     # the summary first: the compare view's plot starts on the first metric every selected run has, in the order
     # the first run recorded them
-    metrics = {**summary_metrics(matrix_columns, planned, metrics), **metrics}
+    metrics = {**summary_metrics(matrix.columns, planned, metrics), **metrics}
     store.log_metrics(client, run_id, metrics, step=0)
     client.set_tag(run_id, "eval.protocol", study.protocol)
     client.set_tag(run_id, "eval.component_fit", study.component_fit)

@@ -16,16 +16,25 @@ Keys of a study file (every one is checked; an unknown or bad key is an error na
 ``borrow``          a learning curve's sizes that other studies (files beside this one) already ran with the same rows
                     and settings: ``{all: [table6_trained]}`` reads their records of this study's rows as
                     ``<row>.<size>`` (``Study.borrowed_records``) and never trains that size.
+``borrow_rows``     rows another study (a file beside this one) measured, reported beside this study's and never run:
+                    ``{table6_trained: {rows: [disc-fg], analysis: classification}}``. Their cost is that study's
+                    run records'; their numbers its ``supervised`` analysis's (``reports/<study>/<analysis>.json``,
+                    the rows of this study's component fit), or without ``analysis`` its records' own. Either must
+                    have been measured under this study's protocol and component fit, or the numbers would not
+                    compare: checked when the study is read. The report says where each row comes from.
 ``config``          base training settings (a YAML file as for ``skipview train --config``; a search's
                     ``best_config.yaml``, which DVC then runs first), optional.
 ``settings``        typed overrides of the base, dotted keys (``objective_settings.hidden_size: 256``).
-``cells``           the rows the study runs, in the catalogue or under ``define`` (trained, combined, reference).
-``define``          the study's own rows (``cells``, ``combined``, ``references``; schema: platform/studies/matrix.py).
+``cells``           the rows the study runs, in the catalogue or under ``define`` (trained, trained outside the study,
+                    combined, reference).
+``define``          the study's own rows (``cells``, ``combined``, ``references``; schema: platform/studies/matrix.py)
+                    and the directions it checks on them (``claims``, as a catalogue's claim set).
 ``claims``          names of the catalogue's claim sets to check (those whose two rows the study has).
 ``columns``         the report's columns, by name in the catalogue (default: the unsupervised ones).
 ``cell_settings``   per cell, dotted overrides of that cell's training settings (a generative cell at the
                     generative search's batch size and rate while the discriminative cells keep theirs).
-``seeds``           seeds per trained cell (mean +- std in the report).
+``seeds``           seeds per trained cell (mean +- std in the report); a row trained outside the study has the seeds
+                    it names among them, each row's n in the report.
 ``references``      false: skip the reference rows among ``cells``.
 ``tasks``, ``protocol``, ``component_fit``: the evaluation of every row (``skipview evaluate --help``).
 ``workers``, ``cpus_per_worker``, ``gpus_per_worker``: each model's Ray Train workers.
@@ -48,10 +57,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skipview.platform.studies.analyses import Analysis, Step, check_rows, commands
-from skipview.platform.studies.matrix import CATALOGUE, Matrix, Rows, load_catalogue, pick
-from skipview.platform.studies.report import BORROWED_FROM, RunRecord, read_records
-from skipview.platform.studies.runner import Plan, StudySettings, cell_settings, load_base, train_run
+from skipview.platform.studies.analyses import Analysis, Step, Supervised, check_rows, commands, measured_rows
+from skipview.platform.studies.matrix import (CATALOGUE, HOURS, SENTENCES_SEEN, Cell, Define, Matrix, load_catalogue,
+                                             pick)
+from skipview.platform.studies.report import BORROWED_FROM, BORROWED_METRICS, RunRecord, read_records
+from skipview.platform.studies.runner import Plan, StudySettings, cell_settings, load_base, model_dir
 from skipview.platform.training.config import TrainSettings
 from skipview.platform.yaml_source import describe, load_model, load_with_lines, written
 
@@ -78,15 +88,21 @@ class Headline(_Strict):
     column: str = "sts_avg"
 
 
+class BorrowRows(_Strict):
+    rows: list[str] = Field(min_length=1)
+    analysis: str | None = None
+
+
 class StudyFile(Plan):
     question: str = Field(min_length=1)
     corpus: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     sizes: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]] = []
     borrow: dict[str, list[str]] = {}
+    borrow_rows: dict[str, BorrowRows] = {}
     config: str | None = None
     settings: dict[str, Any] = {}
     cells: list[str] = Field(min_length=1)
-    define: Rows = Rows()
+    define: Define = Define()
     claims: list[str] = []
     columns: list[str] = list(UNSUPERVISED_COLUMNS)
     cell_settings: dict[str, dict[str, Any]] = {}
@@ -129,11 +145,14 @@ class Study:
     def borrowed_records(self) -> list[RunRecord]:
         """The run records of the sizes the study borrows: each named study's records of this study's rows,
         renamed ``<row>.<size>``, their lineage naming the study they come from (``borrowed_from``). Every record
-        is kept, a baseline that two studies measured on their own vectors included (see ``learning_curve``)."""
+        is kept, a baseline that two studies measured on their own vectors included (see ``learning_curve``). Then
+        those of the rows it borrows (``borrow_rows``)."""
         rows = set(self.spec.cells)
-        return [replace(record, cell=f"{record.cell}.{size}", lineage={**record.lineage, BORROWED_FROM: name})
-                for size, names in self.spec.borrow.items() for name in names
-                for record in read_records(REPORTS / name) if record.cell in rows]
+        sizes = [replace(record, cell=f"{record.cell}.{size}", lineage={**record.lineage, BORROWED_FROM: name})
+                 for size, names in self.spec.borrow.items() for name in names
+                 for record in read_records(REPORTS / name) if record.cell in rows]
+        return sizes + [record for name, entry in self.spec.borrow_rows.items()
+                        for record in _borrowed_rows(self.path.parent, name, entry, self.spec.component_fit)]
 
     def settings(self, *, seeds: int | None = None, first_seed: int = 0, storage: str = "runs") -> StudySettings:
         plan = self.spec.model_dump(include=set(Plan.model_fields))
@@ -146,8 +165,9 @@ class Study:
     def analysis_steps(self, storage: str = "runs") -> list[Step]:
         settings = self.settings(storage=storage)
         combined = {row.name: row.combine for row in self.matrix.combined}
+        cells = {row.name: row for row in self.matrix.cells}
         return commands(self.name, self.spec.corpus, self.spec.seeds, self.spec.analyses,
-                              lambda cell, seed: train_run(settings, cell, seed).output, combined)
+                        lambda cell, seed: str(model_dir(settings, cells[cell], seed)), combined)
 
     def dvc_entry(self) -> dict[str, Any]:
         """What DVC's study stage needs to know of this study (studies/index.yaml, generated)."""
@@ -156,12 +176,17 @@ class Study:
     @property
     def upstream(self) -> Path:
         """The one file this study reads besides its own file, the data and the code, whose change must retrain it:
-        the report of the study it continues, else its base config (a search's best settings), else the catalogue.
-        DVC cannot read a study file, so ``skipview study index`` writes it into studies/index.yaml
-        (``studies.<name>.after``); through it ``dvc repro`` runs the search or the shorter study first."""
+        the report of the study it continues, else its base config (a search's best settings), else the numbers of
+        the first rows it borrows, else the catalogue. DVC cannot read a study file, so ``skipview study index``
+        writes it into studies/index.yaml (``studies.<name>.after``); through it ``dvc repro`` runs the search or
+        the shorter study first."""
         if self.spec.warm_start:
             return REPORTS / self.spec.warm_start / "ablation_summary.json"
-        return Path(self.spec.config or CATALOGUE)
+        if self.spec.config:
+            return Path(self.spec.config)
+        for name, entry in self.spec.borrow_rows.items():
+            return _borrowed_numbers(name, entry)
+        return CATALOGUE
 
 
 def study_paths(root: Path = Path(".")) -> list[Path]:
@@ -199,8 +224,10 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
     if spec.warm_start and not (path.parent / f"{spec.warm_start}.yaml").is_file():
         raise fail(("warm_start",), f"no study file {spec.warm_start}.yaml beside this one: a study continues "
                                     f"another study's runs")
+    borrowed = [row for name, entry in spec.borrow_rows.items()
+                for row in _rows_to_borrow(path, lines, spec, name, entry, data_root, senteval_dir)]
     try:
-        matrix = pick(load_catalogue(), spec.define, spec.cells, spec.claims, spec.columns)
+        matrix = pick(load_catalogue(), spec.define, spec.cells, spec.claims, spec.columns, borrowed)
     except ValueError as error:
         key, _, why = str(error).partition(": ")
         raise fail((key,) if key in StudyFile.model_fields else ("cells",), why if key in StudyFile.model_fields
@@ -229,6 +256,10 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
         except (ValidationError, ValueError) as error:
             at = ("cell_settings", cell.name) if cell.name in spec.cell_settings else ("settings",)
             raise fail(at, f"{cell.name}: {_first_error(error)}") from None
+        beyond = sorted(set(cell.seeds or ()) - set(range(spec.seeds)))
+        if beyond:
+            raise fail(("seeds",), f"{cell.name} has seed {beyond[0]}, beyond the study's {spec.seeds} seeds "
+                                   f"(0-{spec.seeds - 1}): it would never be evaluated")
     try:
         check_rows(spec.analyses, {c.name: set(c.views) for c in matrix.cells},
                    {c.name: c.combine for c in matrix.combined})
@@ -238,6 +269,65 @@ def load_study(path: str | Path, data_root: Path = Path("data"), senteval_dir: P
         return Study(path, spec, matrix, base)
     parts = [Part(size, size_base, matrix.at_size(size)) for size, (size_base, _) in zip(sizes, bases)]
     return Study(path, spec, Matrix.joined([part.matrix for part in parts]), base, parts)
+
+
+def _rows_to_borrow(path: Path, lines, spec: StudyFile, name: str, entry: BorrowRows, data_root: Path,
+                    senteval_dir: Path | None) -> list[Cell]:
+    """The rows ``entry`` borrows from the study ``name`` (a file beside ``path``), as that study defines them, with
+    the views its numbers cover; a StudyError naming the line where they are not there or would not compare."""
+    def fail(key: str, why: str) -> StudyError:
+        return StudyError(describe(path, lines, [(("borrow_rows", name, key), why)]))
+
+    other_path = path.parent / f"{name}.yaml"
+    if name == path.stem or not other_path.is_file():
+        raise fail("rows", f"no other study file {name}.yaml beside this one")
+    other = load_study(other_path, data_root, senteval_dir)
+    rows = {row.name: row for row in other.matrix.cells + other.matrix.combined}
+    unknown = [row for row in entry.rows if row not in rows]
+    if unknown:
+        raise fail("rows", f"{', '.join(unknown)}: not a trained or combined row of {name} (rows: {', '.join(rows)})")
+    if entry.analysis is None:
+        measured = (other.spec.protocol, other.spec.component_fit)
+        if measured != (spec.protocol, spec.component_fit):
+            raise fail("rows", f"{name} measured protocol {measured[0]}, component fit {measured[1]}; this study's "
+                               f"are {spec.protocol}, {spec.component_fit}: name an analysis of {name} that measured "
+                               "its rows as this study does")
+        return [rows[row] for row in entry.rows]
+    analysis = other.spec.analyses.get(entry.analysis)
+    if not isinstance(analysis, Supervised):
+        raise fail("analysis", f"{entry.analysis}: not a supervised analysis of {name} (analyses: "
+                               f"{', '.join(other.spec.analyses) or 'none'})")
+    if analysis.protocol != spec.protocol or spec.component_fit not in analysis.fits:
+        raise fail("analysis", f"{entry.analysis} measured protocol {analysis.protocol}, component fits "
+                               f"{', '.join(analysis.fits)}; this study's are {spec.protocol}, {spec.component_fit}")
+    views = {ref.row: ref.views for ref in analysis.models if ref.row is not None}
+    missing = [row for row in entry.rows if row not in views]
+    if missing:
+        raise fail("rows", f"{', '.join(missing)}: not measured by {name}'s analysis {entry.analysis}")
+    return [rows[row].model_copy(update={"views": {view: rows[row].views[view] for view in views[row]}})
+            for row in entry.rows]
+
+
+def _borrowed_numbers(name: str, entry: BorrowRows) -> Path:
+    """Where the numbers of the rows borrowed from ``name`` are: its analysis's table, else its run records."""
+    return REPORTS / name / (f"{entry.analysis}.json" if entry.analysis else "runs")
+
+
+def _borrowed_rows(studies: Path, name: str, entry: BorrowRows, component_fit: str) -> list[RunRecord]:
+    """The records of the rows ``entry`` borrows from the study ``name`` (its file in ``studies``): its run records'
+    cost and lineage, and their numbers from its analysis (the rows of ``component_fit``, every task it ran), or
+    their own. A seed the analysis did not measure is left out. Their training curves stay in that study's report:
+    this one's curves are its own runs'."""
+    records = [record for record in read_records(REPORTS / name) if record.cell in entry.rows]
+    source = {BORROWED_FROM: name, BORROWED_METRICS: _borrowed_numbers(name, entry).as_posix()}
+    if entry.analysis is None:
+        return [replace(record, curves={}, lineage={**record.lineage, **source}) for record in records]
+    analysis = load_study(studies / f"{name}.yaml").spec.analyses[entry.analysis]
+    measured = measured_rows(_borrowed_numbers(name, entry), analysis, [component_fit], None)
+    return [replace(record, curves={}, lineage={**record.lineage, **source},
+                    metrics={**{key: record.metrics[key] for key in (HOURS, SENTENCES_SEEN) if key in record.metrics},
+                             **measured[record.cell, record.seed].metrics})
+            for record in records if (record.cell, record.seed) in measured]
 
 
 def _first_error(error: Exception) -> str:
@@ -293,7 +383,9 @@ def render_index(studies: list[Study]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for study in studies:
         row = headline(study)
-        link = f"[{study.name}]({study.report_dir.relative_to(INDEX.parent).as_posix()}/ablation.md)" \
+        # a study not run yet has no ablation.md: its own README, where it has one, says what is under way
+        page = "README.md" if row is None and (study.report_dir / "README.md").is_file() else "ablation.md"
+        link = f"[{study.name}]({study.report_dir.relative_to(INDEX.parent).as_posix()}/{page})" \
             if study.report_dir.is_relative_to(INDEX.parent) else study.name
         if row is None:
             lines.append(f"| {link} | {study.spec.question} | not run yet | | | | | | `{study.command()}` |")
@@ -313,6 +405,8 @@ RESULTS_END = "<!-- end of results -->"
 PAPER_STUDY = "table6_trained"
 PAPER_ROWS = {"disc-fg/ensemble": "the paper's discriminative (f, g)",
               "gen-invertible/ensemble": "the paper's generative (f, g), invertible"}
+# and skip-thought trained to a plateau on the same corpus (issue 57), its study's headline row
+SKIPTHOUGHT_STUDY = "skipthought"
 SIF_ROW = "fasttext-sif/ensemble"
 RESULTS_COLUMN = "sts_avg"
 
@@ -326,13 +420,15 @@ def render_readme_results(studies: list[Study], curves: list[str] = ()) -> str:
                   and row["column"] == RESULTS_COLUMN and row["value"] and row["value"].get("std") is not None]
     best = by_name[max(over_seeds)[1]]
     rows.append((best, best.spec.headline.row, "the best trained model"))
+    skipthought = by_name[SKIPTHOUGHT_STUDY]
+    rows.append((skipthought, skipthought.spec.headline.row, "skip-thought, evaluated as its paper does"))
     title = next(c.title for c in by_name[PAPER_STUDY].matrix.columns if c.name == RESULTS_COLUMN)
     lines = [f"| model | {title}, ×100 | uSIF | SIF | seeds | study |", "|---|---|---|---|---|---|"]
     for study, side, label in rows:
-        summary = _summary(study)
+        summary = _summary(study) or {"cells": {}}           # a study not run yet: its row says so
         stats = [_number(_stat(summary, row, RESULTS_COLUMN)) for row in (side, USIF_ROW, SIF_ROW)]
-        lines.append(f"| {label}: `{side}` | {' | '.join(stats)} | {summary['cells'][side.split('/')[0]]['seeds']} | "
-                     f"[{study.name}]({_report(study)}) |")
+        seeds = summary["cells"].get(side.split("/")[0], {}).get("seeds", "not run yet")
+        lines.append(f"| {label}: `{side}` | {' | '.join(stats)} | {seeds} | [{study.name}]({_report(study)}) |")
     paper = _summary(by_name[PAPER_STUDY])
     lines += ["", f"The paper's Table 6 directions at this size ([{PAPER_STUDY}]({_report(by_name[PAPER_STUDY])})): "
               f"{paper['claims_measured']} measured, {paper['claims_reproduced']} reproduced, "

@@ -109,12 +109,12 @@ def heldout(
     from skipview.platform.training.heldout import HeldOutRun, describe
 
     torch.set_num_threads(threads)
-    run = HeldOutRun.open(run_folder, corpus, tracking_uri or store.tracking_uri())
+    heldout_run = HeldOutRun.open(run_folder, corpus, tracking_uri or store.tracking_uri())
     records = []
-    for folder in run.checkpoints:
-        records.append(run.evaluate(folder))
+    for folder in heldout_run.run.checkpoints:
+        records.append(heldout_run.evaluate(folder))
         typer.echo(describe(records[-1]))
-    report = run.report(records)
+    report = heldout_run.report(records)
     if out is not None:
         write_json_aside(out, report)
         typer.echo(f"records written to {out}")

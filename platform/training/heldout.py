@@ -1,15 +1,13 @@
 """``skipview heldout``: every checkpoint a skip-thought run keeps, evaluated on a corpus no training read, and the
 plateau rule of issue 57 over them.
 
-Where each figure comes from. The checkpoints are those Ray's snapshot registers (``run_folder.py``: an upload a
-crash cut is in no record), each holding the weights, the run's progress and the id of its MLflow run
-(``checkpoint.py``). The run's settings are that MLflow run's params (``config.recorded_settings``): the model, the
-training corpus whose vocabulary the weights are indexed by, ``max_len``, ``batch_size``, ``checkpoint_every``. The
-perplexity is the training objective's own, on the held-out corpus (``models/skipthought/perplexity.py``). The
-sentences read are step x batch size x workers (a checkpoint holds one RNG file per worker), as the loop reports
-them to Ray. The hours trained are the loop's throughput windows summed up to the checkpoint's step
-(``store.trained_hours``), so a pause between a stopped run and its resume is not counted; a checkpoint whose step
-ends no logged window gets none.
+Where each figure comes from. The run, its kept checkpoints and the settings its MLflow run recorded are read as
+``recorded_run.py`` reads them: the model, the training corpus whose vocabulary the weights are indexed by,
+``max_len``, ``batch_size``, ``checkpoint_every``. The perplexity is the training objective's own, on the held-out
+corpus (``models/skipthought/perplexity.py``). The sentences read are step x batch size x workers (a checkpoint holds
+one RNG file per worker), as the loop reports them to Ray. The hours trained are the loop's throughput windows
+summed up to the checkpoint's step (``store.trained_hours``); a checkpoint whose step ends no logged window gets
+none.
 
 The plateau rule: three epochs, and on to at most five while the held-out next-sentence perplexity still improves
 by more than 1 % per half epoch. It reads the checkpoints at a half-epoch boundary only: the periodic ones, every
@@ -26,24 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
-from mlflow.exceptions import MlflowException
 from tqdm import tqdm
 
 from skipview.models.batching import TripleBatch, num_batches
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.objective import ExampleKind
-from skipview.models.skipthought.config import SkipThoughtConfig
 from skipview.models.skipthought.perplexity import corpus_nll, heldout_batches
-from skipview.platform.tracking import store
 from skipview.platform.tracking.lineage import portable_path
 from skipview.platform.training import checkpoint as ckpt
-from skipview.platform.training.config import TrainSettings, recorded_settings
-from skipview.platform.training.objectives import Built, build
-from skipview.platform.training.run_folder import CHECKPOINT_GLOB, SNAPSHOT, readable, registered_names
+from skipview.platform.training.objectives import Built
+from skipview.platform.training.recorded_run import RecordedRun
 
 MIN_EPOCHS, MAX_EPOCHS, MIN_GAIN = 3, 5, 0.01      # issue 57: three epochs, at most five, 1 % per half epoch
-CPU = torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -91,22 +83,6 @@ def half_epochs(progress: ckpt.Progress, checkpoint_every: int) -> int | None:
     return None
 
 
-def kept_checkpoints(run_dir: Path) -> list[Path]:
-    """The run's checkpoint folders its Ray snapshot registers, oldest first (their names are their times)."""
-    snapshot = run_dir / SNAPSHOT
-    if not snapshot.is_file():
-        raise FileNotFoundError(f"{snapshot}: no such file: {run_dir} is not a run folder (STORAGE/NAME of "
-                                "`skipview train`) or has no checkpoint yet")
-    text = readable(snapshot)
-    if text is None:
-        raise ValueError(f"{snapshot}: empty or cut (a full disk?); `skipview train` on the same name repairs it")
-    folders = sorted(run_dir / name for name in registered_names(text)
-                     if Path(name).match(CHECKPOINT_GLOB) and (run_dir / name).is_dir())
-    if not folders:
-        raise ValueError(f"{snapshot}: registers no checkpoint folder that is still in {run_dir}")
-    return folders
-
-
 def check_heldout(heldout: PreparedCorpus, training: PreparedCorpus) -> None:
     """Refuse a held-out corpus that is not read in the training corpus's words, or that may hold its documents."""
     meta = heldout.path / "meta.json"
@@ -131,14 +107,11 @@ def check_heldout(heldout: PreparedCorpus, training: PreparedCorpus) -> None:
 
 @dataclass
 class HeldOutRun:
-    """A skip-thought run ready to evaluate checkpoint by checkpoint: its settings, its model to load each
+    """A skip-thought run ready to evaluate checkpoint by checkpoint: the run read back, its model to load each
     checkpoint into, the held-out batches (read once), its hours trained by step."""
 
-    run_dir: Path
+    run: RecordedRun
     corpus: Path
-    checkpoints: list[Path]
-    mlflow_run_id: str
-    settings: TrainSettings
     built: Built
     batches: list[TripleBatch]
     hours: dict[int, float]
@@ -147,48 +120,31 @@ class HeldOutRun:
     @classmethod
     def open(cls, run_dir: Path, corpus: Path, tracking_uri: str) -> HeldOutRun:
         """Everything checked before any checkpoint is evaluated: a bad input fails here, with nothing written."""
-        checkpoints = kept_checkpoints(run_dir)
-        latest = checkpoints[-1]
-        state, _ = ckpt.load(latest, rank=0, map_location=CPU)
-        run_id = state["mlflow_run_id"]
-        if run_id is None:
-            raise ValueError(f"{latest / ckpt.STATE_FILE}: names no MLflow run, where the run's settings are")
-        client = store.client(tracking_uri)
-        settings = recorded_settings(recorded_params(client, run_id, latest, tracking_uri))
-        if not isinstance(settings.objective_settings, SkipThoughtConfig):
-            raise ValueError(f"{run_dir}: a {settings.objective} run (MLflow run {run_id}); held-out perplexity is "
-                             "a skip-thought run's, the likelihood of its decoders")
-        # word vectors serve only the export of a skip-thought encoder (vocabulary expansion)
-        built = build(settings.model_copy(update={"wordvecs": None}))
+        run = RecordedRun.open(run_dir, tracking_uri)
+        run.require_skipthought("held-out perplexity is a skip-thought run's, the likelihood of its decoders")
+        built = run.build()
         heldout = PreparedCorpus(corpus)
         check_heldout(heldout, built.corpus)
-        workers = len(list(latest.glob(ckpt.RNG_GLOB)))
-        return cls(run_dir, corpus, checkpoints, run_id, settings, built,
-                   heldout_batches(heldout, built.corpus.vocab, settings.batch_size, settings.max_len),
-                   store.trained_hours(client, run_id, settings.batch_size * workers),
-                   num_batches(built.corpus, ExampleKind.TRIPLE, settings.batch_size, world_size=workers,
-                               seed=settings.seed))
+        settings = run.settings
+        return cls(run, corpus, built, heldout_batches(heldout, built.corpus.vocab, settings.batch_size,
+                                                       settings.max_len),
+                   run.hours(), num_batches(built.corpus, ExampleKind.TRIPLE, settings.batch_size,
+                                            world_size=run.workers, seed=settings.seed))
 
     @property
     def checkpoints_halve_epochs(self) -> bool:
         # an epoch's steps differ by a few batches from one epoch to the next (batching.py's blocks)
-        return abs(2 * self.settings.checkpoint_every - self.steps_per_epoch) <= self.steps_per_epoch // 100
+        return abs(2 * self.run.settings.checkpoint_every - self.steps_per_epoch) <= self.steps_per_epoch // 100
 
     def evaluate(self, folder: Path) -> dict[str, Any]:
         """The record of one checkpoint: where it stands in training and its held-out perplexities."""
-        state, _ = ckpt.load(folder, rank=0, map_location=CPU)
-        try:
-            self.built.objective.load_state_dict(state["model"])
-        except RuntimeError as error:
-            raise ValueError(f"{folder / ckpt.STATE_FILE}: its weights are not those of the model the run's settings "
-                             f"describe ({str(error).splitlines()[0]})") from None
-        step = ckpt.Progress(**state["progress"])
+        step, settings = self.run.load(folder, self.built), self.run.settings
         wall, cpu = time.perf_counter(), time.process_time()
         nll = corpus_nll(self.built.objective, tqdm(self.batches, desc=folder.name, unit=" batch", disable=None))
-        record = {"run": self.run_dir.name, "checkpoint": folder.name, "step": step.step, "epoch": step.epoch,
-                  "half_epochs": half_epochs(step, self.settings.checkpoint_every)
+        record = {"run": self.run.folder.name, "checkpoint": folder.name, "step": step.step, "epoch": step.epoch,
+                  "half_epochs": half_epochs(step, settings.checkpoint_every)
                   if self.checkpoints_halve_epochs else None,
-                  "sentences": step.step * self.settings.batch_size * len(list(folder.glob(ckpt.RNG_GLOB))),
+                  "sentences": step.step * settings.batch_size * len(list(folder.glob(ckpt.RNG_GLOB))),
                   "perplexity_next": nll.perplexity("next"), "perplexity_previous": nll.perplexity("previous"),
                   "examples": nll.examples, "tokens_next": nll.tokens["next"],
                   "tokens_previous": nll.tokens["previous"], "seconds": round(time.perf_counter() - wall, 1),
@@ -199,29 +155,20 @@ class HeldOutRun:
 
     def report(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         """The records, by step, with the run's rule verdict and what they were measured on."""
-        records = sorted(records, key=lambda record: record["step"])
+        records, settings = sorted(records, key=lambda record: record["step"]), self.run.settings
         if self.checkpoints_halve_epochs:
             verdict = plateau([(r["half_epochs"], r["perplexity_next"]) for r in records
                                if r["half_epochs"] is not None])
         else:
-            verdict = Verdict("unjudged", None, f"checkpoint_every {self.settings.checkpoint_every} is not half of an "
+            verdict = Verdict("unjudged", None, f"checkpoint_every {settings.checkpoint_every} is not half of an "
                                                 f"epoch's {self.steps_per_epoch} steps: the rule needs half-epoch "
                                                 "checkpoints")
-        return {"run": self.run_dir.name, "run_folder": portable_path(self.run_dir),
-                "mlflow_run_id": self.mlflow_run_id, "corpus": portable_path(self.corpus),
-                "training_corpus": portable_path(self.settings.corpus), "max_len": self.settings.max_len,
-                "checkpoint_every": self.settings.checkpoint_every, "steps_per_epoch": self.steps_per_epoch,
+        return {"run": self.run.folder.name, "run_folder": portable_path(self.run.folder),
+                "mlflow_run_id": self.run.mlflow_run_id, "corpus": portable_path(self.corpus),
+                "training_corpus": portable_path(settings.corpus), "max_len": settings.max_len,
+                "checkpoint_every": settings.checkpoint_every, "steps_per_epoch": self.steps_per_epoch,
                 "records": records, "plateau": {"decision": verdict.decision, "epochs": verdict.epochs,
                                                 "line": verdict.line}}
-
-
-def recorded_params(client, run_id: str, checkpoint: Path, tracking_uri: str) -> dict[str, str]:
-    """The params of the MLflow run ``checkpoint`` names."""
-    try:
-        return client.get_run(run_id).data.params
-    except MlflowException:
-        raise ValueError(f"{checkpoint / ckpt.STATE_FILE}: names MLflow run {run_id}, which {tracking_uri} does not "
-                         "hold (--tracking-uri, MLFLOW_TRACKING_URI)") from None
 
 
 def describe(record: dict[str, Any]) -> str:

@@ -165,19 +165,27 @@ def supervised_metrics(report_dir: Path, analyses: dict[str, Analysis]) -> dict[
     under, and only the rows named by a row of the study (not a model given by path)."""
     found: dict[tuple[str, int], Measured] = {}
     for name, analysis in analyses.items():
-        table = report_dir / f"{name}.json"
-        if not isinstance(analysis, Supervised) or not table.is_file():
-            continue
-        labels = {ref.name or ref.row: ref.row for ref in analysis.models if ref.row is not None}
-        for row in json.loads(table.read_text())["rows"]:
-            label, _, view = row["encoder"].rpartition(" ")
-            model, _, seed = label.rpartition("-seed")
-            if model not in labels or not seed.isdigit() or row["component_fit"] not in analysis.supervised_fits:
-                continue
-            measured = found.setdefault((labels[model], int(seed)), Measured({}))
-            measured.metrics.update({f"{view}/{key}": value for key, value in row["metrics"].items()
-                                     if key.split(".")[0] in analysis.tasks and value is not None})
-            if row.get("measured_at") is not None:      # the oldest row decides
-                measured.measured_at = min(row["measured_at"], measured.measured_at or row["measured_at"])
+        if isinstance(analysis, Supervised):
+            measured_rows(report_dir / f"{name}.json", analysis, analysis.supervised_fits, analysis.tasks, found)
     return found
 
+
+def measured_rows(table: Path, analysis: Supervised, fits: list[str], tasks: list[str] | None,
+                  found: dict[tuple[str, int], Measured] | None = None) -> dict[tuple[str, int], Measured]:
+    """What one ``supervised`` analysis's table (``<name>.json``) measured of the study's rows under ``fits``, of
+    ``tasks`` (None: every task it ran), as the runs' metrics by (row, seed), added to ``found``."""
+    found = {} if found is None else found
+    if not table.is_file():
+        return found
+    labels = {ref.name or ref.row: ref.row for ref in analysis.models if ref.row is not None}
+    for row in json.loads(table.read_text())["rows"]:
+        label, _, view = row["encoder"].rpartition(" ")
+        model, _, seed = label.rpartition("-seed")
+        if model not in labels or not seed.isdigit() or row["component_fit"] not in fits:
+            continue
+        measured = found.setdefault((labels[model], int(seed)), Measured({}))
+        measured.metrics.update({f"{view}/{key}": value for key, value in row["metrics"].items()
+                                 if (tasks is None or key.split(".")[0] in tasks) and value is not None})
+        if row.get("measured_at") is not None:      # the oldest row decides
+            measured.measured_at = min(row["measured_at"], measured.measured_at or row["measured_at"])
+    return found

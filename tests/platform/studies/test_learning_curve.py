@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from skipview.platform.cli import run
 from skipview.platform.studies import learning_curve
-from skipview.platform.studies.matrix import Rows, load_catalogue, pick
+from skipview.platform.studies.matrix import Define, load_catalogue, pick
 from skipview.platform.studies.report import RunRecord
 from skipview.platform.studies.runner import cell_settings
 from skipview.platform.studies.study import StudyError, load_study
@@ -59,7 +59,7 @@ def test_every_row_runs_on_each_cut_with_the_same_settings(repo, tmp_path):
 
 def test_a_size_renames_combined_parts_and_claims_alike(repo):
     catalogue = load_catalogue()
-    matrix = pick(catalogue, Rows(), ["disc-f", "disc-g", "disc-fg", "disc-f+disc-g"], ["eq3_self_pairs"],
+    matrix = pick(catalogue, Define(), ["disc-f", "disc-g", "disc-fg", "disc-f+disc-g"], ["eq3_self_pairs"],
                   ["sts_avg"]).at_size("1k")
     assert matrix.combined[0].name == "disc-f+disc-g.1k"
     assert matrix.combined[0].combine == ["disc-f.1k/f", "disc-g.1k/g"]

@@ -10,7 +10,8 @@ import pytest
 from skipview.models import registry
 from study_matrices import CATALOGUE, table6
 
-from skipview.platform.studies.matrix import Catalogue, MatrixError, Rows, load_catalogue, metric_key, pick, plan
+from skipview.platform.studies.matrix import (Catalogue, Cell, Define, Matrix, MatrixError, load_catalogue, metric_key,
+                                             pick, plan)
 
 
 def test_the_catalogue_holds_table_6():
@@ -29,7 +30,7 @@ def test_the_catalogue_holds_table_6():
 
 def test_eq3_rows_pair_each_reading_of_the_positives_with_the_other():
     rows = ["disc-fg", "disc-f", "disc-g", "disc-fg-noself", "disc-f-noself", "disc-g-noself"]
-    matrix = pick(load_catalogue(CATALOGUE), Rows(), rows, ["eq3_self_pairs"], ["sts_avg"])
+    matrix = pick(load_catalogue(CATALOGUE), Define(), rows, ["eq3_self_pairs"], ["sts_avg"])
     cells = {c.name: c for c in matrix.cells}
     for name, cell in cells.items():
         config = registry.parse_config(cell.objective, cell.settings)        # every key is a real disc setting
@@ -59,6 +60,31 @@ def test_plan_runs_every_cell_per_seed_and_baselines_once():
     assert [r.run_name for r in split] == [r.run_name for r in runs]
     with pytest.raises(ValueError, match="at least 1"):
         plan(matrix, seeds=0)
+
+
+def test_a_row_trained_outside_the_study_runs_at_its_seeds_and_a_combined_row_at_those_both_parts_have():
+    def outside(name: str, seeds: list[int]) -> Cell:
+        return Cell(name=name, objective="skipthought", run=f"runs/{name}-s{{seed}}", model=f"models/{name}-s{{seed}}",
+                    seeds=seeds, views={name: name})
+
+    table = table6()
+    matrix = Matrix(cells=[outside("uni", [0, 1]), outside("bi", [0])], columns=table.columns,
+                    combined=[Cell(name="combine", combine=["uni/uni", "bi/bi"], ensemble="concatenation",
+                                   views={"ensemble": "[uni; bi]"})])
+    assert [r.run_name for r in plan(matrix, seeds=2)] == ["uni-seed0", "bi-seed0", "combine-seed0", "uni-seed1"]
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"objective": "skipthought", "run": "runs/st-s{seed}"}, "gives its objective, run .* and model"),
+    ({"objective": "skipthought", "run": "runs/st", "model": "models/st"}, "String should match pattern"),
+    ({"objective": "skipthought", "seeds": [0]}, "seeds: only a row trained outside the study"),
+    ({"objective": "disc", "ensemble": "concatenation"}, "ensemble: only a combined row"),
+    ({"objective": "skipthought", "run": "runs/st-s{seed}", "model": "models/st-s{seed}", "train": {"epochs": 5}},
+     "has no training settings"),
+])
+def test_a_bad_row_kind_is_refused(fields, message):
+    with pytest.raises(ValueError, match=message):
+        Cell(name="row", views={"uni": "uni"}, **fields)
 
 
 def test_a_subset_keeps_the_named_rows_and_the_claims_between_them():
@@ -148,14 +174,16 @@ def test_a_combined_row_still_to_make_retrains_parts_that_only_a_record_stands_f
     ({}, ["disc-fg", "disc-f"], ["table6"], ["sts12"], "columns: claim disc-fg/ensemble > disc-fg/f is on column "
                                                         "sts_avg, which the study does not report"),
     ({}, ["disc-fgh"], [], ["sts_avg"], "cells: no row named disc-fgh"),
+    ({"claims": [{"better": "disc-fg/ensemble", "worse": "disc-f/f", "column": "sts_avg"}]}, ["disc-fg"], [],
+     ["sts_avg"], "define: claim disc-fg/ensemble > disc-f/f: disc-f/f is not a row of the study"),
 ])
 def test_a_bad_pick_names_the_study_key_at_fault(own, names, claims, columns, message):
     with pytest.raises(ValueError, match=message.replace(">", ".")):
-        pick(load_catalogue(CATALOGUE), Rows.model_validate(own), names, claims, columns)
+        pick(load_catalogue(CATALOGUE), Define.model_validate(own), names, claims, columns)
 
 
 def test_a_studys_own_row_joins_the_catalogues_after_them():
-    own = Rows.model_validate({"references": [{"name": "my-sif", "baseline": "sif", "views": {"ensemble": "SIF"}}],
+    own = Define.model_validate({"references": [{"name": "my-sif", "baseline": "sif", "views": {"ensemble": "SIF"}}],
                                "cells": [{"name": "disc-fg-c3", "objective": "disc",
                                           "settings": {"views": "fg", "context_window": 3},
                                           "views": {"f": "z_f", "g": "z_g", "ensemble": "en"}}]})

@@ -28,7 +28,7 @@ class Fixed:
         return np.stack([self.table[view][s] for s in sentences])
 
 
-def test_combined_encoder_averages_unsupervised_and_concatenates_supervised():
+def test_combined_encoder_averages_unsupervised_and_concatenates_supervised_or_concatenates_both():
     a = Fixed({"f": {"x": np.array([1.0, 0.0]), "y": np.array([0.0, 2.0])}})
     b = Fixed({"g": {"x": np.array([3.0, 4.0]), "y": np.array([1.0, 1.0])}})
     combined = CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")])
@@ -39,6 +39,13 @@ def test_combined_encoder_averages_unsupervised_and_concatenates_supervised():
     np.testing.assert_allclose(weighted.encode(["x", "y"], mode="supervised"), [[1, 0, 3, 4], [0, 2, 1, 1]])
     with pytest.raises(ValueError, match="1 weights for 2 ensemble parts"):
         CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")], weights=[1.0])
+    # combine-skip: two models trained apart, concatenated on unsupervised tasks too
+    concatenated = CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")], concatenate=True)
+    for mode in ("unsupervised", "supervised"):
+        np.testing.assert_allclose(concatenated.encode(["x", "y"], mode=mode), [[1, 0, 3, 4], [0, 2, 1, 1]])
+    with pytest.raises(ValueError, match="a concatenation has none"):
+        CombinedEncoder([ModelEncoder(a, "f", "corpus"), ModelEncoder(b, "g", "corpus")], weights=[0.5, 0.5],
+                        concatenate=True)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ generated from the studies' summaries."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,71 @@ def test_a_run_trained_again_after_its_analysis_does_not_take_the_old_models_num
     assert _with_measured(run, older).metrics == {"g/sts14": 60.0}            # measured the model trained before
     assert _with_measured(run, newer).metrics == {"g/sts14": 60.0, "g/mr.acc": 77.0}
     assert _with_measured(run, Measured({"g/mr.acc": 77.0})).metrics["g/mr.acc"] == 77.0     # when unknown: kept
+
+
+def test_borrowed_rows_are_the_other_study_s_analysis_numbers_and_its_records_cost_and_say_so(repo, tmp_path):
+    """studies/skipthought.yaml reports four rows of table6_trained beside its own: their numbers are
+    table6_trained's classification analysis's (the fit and protocol skipthought evaluates with), their hours its
+    run records', and the report names both files."""
+    from skipview.platform.studies.report import build_report
+    from skipview.platform.tracking import store
+
+    study = load_study("studies/skipthought.yaml")
+    assert [row.name for row in study.matrix.borrowed] == ["disc-fg", "gen-invertible", "gen-no-invertible",
+                                                          "disc-f+disc-g"]
+    assert study.upstream == Path("reports/table6_trained/classification.json")     # DVC reruns it when it changes
+    borrowed = study.borrowed_records()
+    paths = build_report(store.client(f"sqlite:///{tmp_path / 'mlflow.db'}"), "skipthought", study.matrix,
+                         tmp_path / "report", references=True, records=True, borrowed=borrowed)
+    classification = json.loads(Path("reports/table6_trained/classification.json").read_text())["rows"]
+    sickr = [row["metrics"]["sickr.pearson"] for row in classification
+             if row["encoder"].startswith("disc-fg-seed") and row["component_fit"] == "task"]
+    summary = json.loads(paths["summary"].read_text())
+    assert summary["cells"]["disc-fg"]["ensemble"]["sickr"] == {"mean": pytest.approx(sum(sickr) / 3),
+                                                                "std": pytest.approx(statistics.stdev(sickr)), "n": 3}
+    hours = [json.loads(Path(f"reports/table6_trained/runs/disc-fg-seed{seed}.json").read_text())["metrics"]
+             ["train/hours"] for seed in range(3)]
+    assert summary["cells"]["disc-fg"]["hours"]["mean"] == pytest.approx(sum(hours) / 3)
+    assert summary["cells"]["disc-f+disc-g"]["seeds"] == 1          # the analysis measured its first seed only
+    text = paths["markdown"].read_text()
+    assert ("- `disc-fg`: borrowed from the study table6_trained, never run here: numbers from "
+            "`reports/table6_trained/classification.json`, hours and sentences from `reports/table6_trained/runs/`"
+            in text)
+    assert not (tmp_path / "report" / "runs").exists() or not list((tmp_path / "report" / "runs").iterdir())
+
+
+BORROWS = """\
+question: Does the trained model beat the borrowed one?
+corpus: novels_news
+cells: [disc-f, fasttext-sif]
+borrow_rows:
+  table6_trained:
+    rows: [disc-fg]
+    analysis: classification
+protocol: full
+component_fit: task
+"""
+
+
+@pytest.mark.parametrize("change, line, message", [
+    (("component_fit: task", "component_fit: subset"), 7,
+     "classification measured protocol full, component fits task; this study's are full, subset"),
+    (("analysis: classification", "analysis: usif_levers"), 7, "usif_levers: not a supervised analysis"),
+    (("rows: [disc-fg]", "rows: [disc-ff]"), 6, "disc-ff: not measured by table6_trained's analysis classification"),
+    (("rows: [disc-fg]", "rows: [disc-fgh]"), 6, "disc-fgh: not a trained or combined row of table6_trained"),
+    (("    analysis: classification\n", ""), 6,
+     "table6_trained measured protocol fast, component fit subset; this study's are full, task"),
+    (("  table6_trained:", "  table6_train:"), 6, "no other study file table6_train.yaml beside this one"),
+    (("protocol", "protocol"), None, None),
+])
+def test_a_borrowed_row_that_would_not_compare_is_refused_naming_the_line(repo, tmp_path, change, line, message):
+    (tmp_path / "table6_trained.yaml").write_text(Path("studies/table6_trained.yaml").read_text())
+    path = tmp_path / "borrows.yaml"
+    path.write_text(BORROWS.replace(*change))
+    if line is None:                                    # the unchanged file is the control: it compares
+        assert [row.name for row in load_study(path).matrix.borrowed] == ["disc-fg"]
+        return
+    with pytest.raises(StudyError) as error:
+        load_study(path)
+    text = str(error.value)
+    assert text.startswith(f"{path}:{line}: ") and message in text and "\n" not in text, text

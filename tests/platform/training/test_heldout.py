@@ -6,102 +6,20 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from objective_steps import train_steps
-from prepared_data import write_prepared_corpus, write_training_data
+from prepared_data import write_prepared_corpus
+from skipthought_run import BATCH, MAX_LEN, mark_cut, write_disc_run
 
-from skipview.models.batching import num_batches
 from skipview.models.corpus import PreparedCorpus
 from skipview.models.registry import build_objective
 from skipview.models.vocab import BOS_ID, EOS_ID, UNK_ID
 from skipview.platform.cli import run
-from skipview.platform.tracking import store
-from skipview.platform.training import checkpoint as ckpt, driver
-from skipview.platform.training.config import TrainSettings
+from skipview.platform.training import checkpoint as ckpt
 from skipview.platform.training.heldout import half_epochs, plateau
 from skipview.platform.training.run_folder import SNAPSHOT
-
-BATCH, MAX_LEN = 8, 8           # sentences of 3-11 words: training and the held-out slice both cut some
-CUT = {"seed": 0, "sentences_asked": 250, "source_documents": 14, "source_sentences": 350,
-       "source_vocab_sha256": "0123abcd"}
-
-
-@dataclass
-class Run:
-    folder: Path
-    heldout: Path
-    uri: str
-    settings: TrainSettings
-    checkpoints: list[str]
-    documents: list[list[list[str]]]        # the held-out slice's words
-
-
-def write_checkpoint(run_dir: Path, name: str, objective, progress: ckpt.Progress, run_id: str) -> str:
-    optimizer = torch.optim.Adam(objective.parameters())
-    ckpt.write(run_dir / name, rank=0, progress=progress, model=objective, optimizer=optimizer,
-               scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0), scaler=None,
-               mlflow_run_id=run_id)
-    return name
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Run:
-    root = tmp_path_factory.mktemp("heldout")
-    corpus, wordvecs = write_training_data(root / "data", documents=10, sentences_per_doc=30)
-    half = num_batches(PreparedCorpus(corpus), "triple", BATCH, seed=0) // 2         # 16 steps
-    # vocab_size 40 of the 60 words: the rest are <unk> to the model, as words past 5,000 are in the real runs
-    settings = TrainSettings(objective="skipthought", corpus=str(corpus), wordvecs=str(wordvecs),
-                             objective_settings={"hidden_size": 8, "embedding_dim": 6, "vocab_size": 40,
-                                                 "reset_gate": "fused"},
-                             batch_size=BATCH, max_len=MAX_LEN, epochs=1, max_steps=None, checkpoint_every=half)
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    client = store.client(uri)
-    folder = root / "runs" / "st-tiny"
-    run_id, _ = store.open_run(client, "skipthought", str(folder), folder.name, params=driver.run_params(settings))
-    # the loop's throughput windows: 8 sentences a step; 4 + 2 s to the half epoch, 3 s to the stop, 2 s to the end
-    store.log_metric_steps(client, run_id, [(8, {"sentences_per_s": 16.0}), (16, {"sentences_per_s": 32.0}),
-                                            (19, {"sentences_per_s": 8.0}), (32, {"sentences_per_s": 52.0})])
-
-    training = PreparedCorpus(corpus)
-    objective = build_objective("skipthought", settings.objective_settings, vocab=training.vocab, word_vectors=None)
-    train_steps(objective, training, half, BATCH, lr=3e-3)
-    checkpoints = [write_checkpoint(folder, "checkpoint_2026-11-29_05-30-21.000001", objective,
-                                    ckpt.Progress(step=half, batch=half), run_id)]
-    train_steps(objective, training, 3, BATCH, lr=3e-3, seed=1)                    # then a stop signal
-    checkpoints.append(write_checkpoint(folder, "checkpoint_2026-11-29_05-31-02.000002", objective,
-                                        ckpt.Progress(step=half + 3, batch=half + 3), run_id))
-    train_steps(objective, training, half - 3, BATCH, lr=3e-3, seed=2)             # and the epoch's end
-    checkpoints.append(write_checkpoint(folder, "checkpoint_2026-11-29_05-32-40.000003", objective,
-                                        ckpt.Progress(step=2 * half, epoch=1), run_id))
-    (folder / "checkpoint_2026-11-29_05-33-00.000004").mkdir()        # an upload a crash cut: Ray never registered it
-    (folder / "checkpoint_2026-11-29_05-33-00.000004" / ckpt.STATE_FILE).write_bytes(b"cut")
-    (folder / SNAPSHOT).write_text(json.dumps({"ray_version": "2.60.0", "checkpoint_results": [
-        {"version": 0, "checkpoint_dir_name": name, "metrics": {}} for name in checkpoints]}))
-
-    # the held-out slice has its own vocabulary (as `skipview data cut --rest` counts one), other ids for the same
-    # words, and a word the training corpus never had
-    rng = np.random.default_rng(7)
-    words = [f"w{i}" for i in range(60)] + ["unseen"]
-    documents = [[list(rng.choice(words, size=int(rng.integers(2, 12)))) for _ in range(int(rng.integers(4, 9)))]
-                 for _ in range(4)]
-    heldout = write_prepared_corpus(root / "heldout", documents).path
-    mark_cut(corpus)                            # as in issue 57: the training corpus a cut, the slice its rest
-    mark_cut(heldout, rest=True)
-    assert PreparedCorpus(heldout).vocab.words != training.vocab.words[: len(PreparedCorpus(heldout).vocab)]
-    return Run(folder, heldout, uri, settings, checkpoints, documents)
-
-
-def mark_cut(corpus: Path, **block) -> None:
-    """Give a corpus the ``cut`` block ``skipview data cut`` writes in its meta.json (``rest``: the documents the
-    cut leaves out)."""
-    meta = json.loads((corpus / "meta.json").read_text())
-    (corpus / "meta.json").write_text(json.dumps({**meta, "cut": {**CUT, **block}}))
-
 
 def word_by_word(objective, training_vocab, documents) -> dict[str, float]:
     """Each held-out triple decoded one word at a time through the generation step, its words read in the training
@@ -130,29 +48,29 @@ def word_by_word(objective, training_vocab, documents) -> dict[str, float]:
 
 
 def test_each_kept_checkpoint_s_perplexity_is_the_word_by_word_one_and_the_records_say_where_it_stands(
-        trained, tmp_path, capsys):
+        skipthought_run, tmp_path, capsys):
     out = tmp_path / "heldout.json"
-    assert run(["heldout", str(trained.folder), "--corpus", str(trained.heldout), "--out", str(out),
-                "--tracking-uri", trained.uri]) == 0
+    assert run(["heldout", str(skipthought_run.folder), "--corpus", str(skipthought_run.heldout), "--out", str(out),
+                "--tracking-uri", skipthought_run.uri]) == 0
     report = json.loads(out.read_text())
     records = report["records"]
-    assert [r["checkpoint"] for r in records] == trained.checkpoints          # the unregistered upload is not read
-    training = PreparedCorpus(trained.settings.corpus)
+    assert [r["checkpoint"] for r in records] == skipthought_run.checkpoints    # the unregistered upload is not read
+    training = PreparedCorpus(skipthought_run.settings.corpus)
     for record in records:
-        objective = build_objective("skipthought", trained.settings.objective_settings, vocab=training.vocab,
+        objective = build_objective("skipthought", skipthought_run.settings.objective_settings, vocab=training.vocab,
                                     word_vectors=None)
-        state, _ = ckpt.load(trained.folder / record["checkpoint"], rank=0, map_location=torch.device("cpu"))
+        state, _ = ckpt.load(skipthought_run.folder / record["checkpoint"], rank=0, map_location=torch.device("cpu"))
         objective.load_state_dict(state["model"])
-        expected = word_by_word(objective, training.vocab, trained.documents)
+        expected = word_by_word(objective, training.vocab, skipthought_run.documents)
         assert record["perplexity_next"] == pytest.approx(expected["next"], rel=1e-5)
         assert record["perplexity_previous"] == pytest.approx(expected["previous"], rel=1e-5)
     assert records[0]["perplexity_next"] != records[-1]["perplexity_next"]
-    triples = [document[1:-1] for document in trained.documents]
+    triples = [document[1:-1] for document in skipthought_run.documents]
     assert {r["examples"] for r in records} == {sum(map(len, triples))}
-    assert {r["tokens_next"] for r in records} == {sum(min(len(s), MAX_LEN) + 1 for d in trained.documents
+    assert {r["tokens_next"] for r in records} == {sum(min(len(s), MAX_LEN) + 1 for d in skipthought_run.documents
                                                        for s in d[2:])}
 
-    half = trained.settings.checkpoint_every
+    half = skipthought_run.settings.checkpoint_every
     assert [(r["step"], r["epoch"], r["half_epochs"], r["sentences"]) for r in records] == [
         (half, 0, 1, half * BATCH), (half + 3, 0, None, (half + 3) * BATCH), (2 * half, 1, 2, 2 * half * BATCH)]
     assert [r["train_hours"] * 3600 for r in records] == pytest.approx([6.0, 9.0, 11.0])
@@ -189,44 +107,37 @@ def test_a_stop_signal_s_checkpoint_is_no_half_epoch_point():
     assert half_epochs(ckpt.Progress(step=26283, epoch=3, batch=0), every) == 6             # three epochs over
 
 
-def test_bad_input_is_one_line_naming_the_file_and_writes_nothing(trained, tmp_path, capsys):
+def test_bad_input_is_one_line_naming_the_file_and_writes_nothing(skipthought_run, tmp_path, capsys):
     out = tmp_path / "heldout.json"
 
     def fails(folder: Path, corpus: Path) -> str:
         assert run(["heldout", str(folder), "--corpus", str(corpus), "--out", str(out),
-                    "--tracking-uri", trained.uri]) == 1
+                    "--tracking-uri", skipthought_run.uri]) == 1
         assert not out.exists()
         (line,) = capsys.readouterr().err.splitlines()
         return line
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert f"{empty / SNAPSHOT}: no such file" in fails(empty, trained.heldout)
+    assert f"{empty / SNAPSHOT}: no such file" in fails(empty, skipthought_run.heldout)
 
-    settings = TrainSettings(objective="disc", corpus=trained.settings.corpus, wordvecs=trained.settings.wordvecs)
-    disc = tmp_path / "runs" / "disc-tiny"
-    run_id, _ = store.open_run(store.client(trained.uri), "disc", str(disc), disc.name,
-                               params=driver.run_params(settings))
-    objective = build_objective("skipthought", trained.settings.objective_settings,
-                                vocab=PreparedCorpus(trained.settings.corpus).vocab, word_vectors=None)
-    name = write_checkpoint(disc, "checkpoint_2026-11-29_06-00-00.000001", objective, ckpt.Progress(step=4), run_id)
-    (disc / SNAPSHOT).write_text(json.dumps({"checkpoint_results": [{"checkpoint_dir_name": name}]}))
-    assert f"{disc}: a disc run" in fails(disc, trained.heldout)
+    disc = write_disc_run(skipthought_run, tmp_path / "runs" / "disc-tiny")
+    assert f"{disc}: a disc run" in fails(disc, skipthought_run.heldout)
 
     cased = tmp_path / "cased"
-    write_prepared_corpus(cased, trained.documents)
+    write_prepared_corpus(cased, skipthought_run.documents)
     meta = json.loads((cased / "meta.json").read_text())
     (cased / "meta.json").write_text(json.dumps({**meta, "tokenizer": {**meta["tokenizer"], "lowercase": False}}))
-    assert f"{cased / 'meta.json'}: tokenizer" in fails(trained.folder, cased)
+    assert f"{cased / 'meta.json'}: tokenizer" in fails(skipthought_run.folder, cased)
 
     other_cut = tmp_path / "other_cut"
-    write_prepared_corpus(other_cut, trained.documents)
+    write_prepared_corpus(other_cut, skipthought_run.documents)
     mark_cut(other_cut, seed=1, rest=True)                  # the rest of another cut: some training documents too
     assert f"{other_cut / 'meta.json'}: cut from the corpus the training corpus was cut from" in fails(
-        trained.folder, other_cut)
+        skipthought_run.folder, other_cut)
 
     short = tmp_path / "short"
-    write_prepared_corpus(short, trained.documents)
+    write_prepared_corpus(short, skipthought_run.documents)
     lines = (short / "vocab.tsv").read_text().splitlines()
     (short / "vocab.tsv").write_text("\n".join(lines[:-5]) + "\n")           # a vocabulary not the corpus's
-    assert f"{short / 'tokens.bin'}: ids up to {len(lines) - 1}" in fails(trained.folder, short)
+    assert f"{short / 'tokens.bin'}: ids up to {len(lines) - 1}" in fails(skipthought_run.folder, short)
