@@ -49,6 +49,17 @@ def ray_session():
     ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def ray_address(ray_session) -> str:
+    """The GCS address of this test process's shared local Ray (``ray_session``). A command run as a subprocess with
+    ``RAY_ADDRESS`` set to it joins that Ray instead of starting one of its own (a local Ray costs about 13 CPU s and
+    5-8 s of a loaded machine's wall time): for the tests that do not examine how a command's own Ray starts or
+    stops."""
+    import ray
+
+    return ray.get_runtime_context().gcs_address
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Test files with end-to-end (``slow``) tests first, each file's tests in their written order: run side by side,
     the long files start at once instead of trailing behind the short ones."""

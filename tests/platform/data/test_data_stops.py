@@ -9,7 +9,6 @@ import filecmp
 import json
 import signal
 import subprocess
-import time
 
 import numpy as np
 import psutil
@@ -39,13 +38,15 @@ def workers_of(process) -> list[psutil.Process]:
     return psutil.Process(process.pid).children(recursive=True)
 
 
-def prepare_moment(moment: str, process) -> None:
-    """Bring a running prepare to ``moment``."""
+def prepare_moment(moment: str, process, out) -> None:
+    """Bring a running prepare of ``out`` to ``moment``."""
     if moment == "start-up":                 # the command's imports, before any worker
         wait_for(lambda: catches_signals(process), "it took signals", process, timeout=60)
         return
     wait_for(lambda: len(workers_of(process)) >= 2, "its two workers started", process, timeout=60)
-    time.sleep(1.5)                         # batches in flight
+    # batches in flight: the workers' first results are in the staged output (its token file has grown)
+    wait_for(lambda: any(tokens.stat().st_size > 0 for tokens in out.parent.glob(f".{out.name}.partial-*/tokens.bin")),
+             "the first results written into the staged output", process, timeout=60)
     if moment == "mid-work":
         return
     # "worker-writing": the moment that hung before (a worker blocked writing a result into the pipe its stopping
@@ -63,7 +64,7 @@ def test_a_stopped_prepare_leaves_nothing_and_its_rerun_is_byte_identical(big_co
     out = tmp_path / "prepared"
     args = ["data", "prepare", str(big_corpus), str(out), "--workers", "2", "--no-progress"]
     process = start(args, tmp_path)
-    prepare_moment(moment, process)
+    prepare_moment(moment, process, out)
     result = stop(process, SIGNALS[name], GRACE_S * 3)
     assert_stopped(result, SIGNALS[name], GRACE_S, kept="nothing half-written is left")
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "a partial output is left"
@@ -99,6 +100,15 @@ def fasttext_training(process) -> bool:
     return any(child.num_threads() >= 11 for child in children)
 
 
+def fasttext_cpu_s(process) -> float:
+    """CPU seconds fastText's training child has used: mid-training whatever the machine's load."""
+    try:
+        return max((sum(child.cpu_times()[:2]) for child in workers_of(process) if child.num_threads() >= 11),
+                   default=0.0)
+    except psutil.NoSuchProcess:
+        return 0.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("moment", ["start-up", "mid-fasttext"])
 @pytest.mark.parametrize("name", ["sigterm", "sigint"])
@@ -111,7 +121,7 @@ def test_a_stopped_wordvecs_leaves_nothing_and_its_rerun_writes_complete_vectors
         wait_for(lambda: catches_signals(process), "it took signals", process, timeout=60)
     else:
         wait_for(lambda: fasttext_training(process), "fastText was training", process, timeout=120)
-        time.sleep(2.0)
+        wait_for(lambda: fasttext_cpu_s(process) >= 2.0, "fastText had trained for 2 CPU s", process, timeout=120)
     result = stop(process, SIGNALS[name], GRACE_S * 3)
     assert_stopped(result, SIGNALS[name], GRACE_S, kept="nothing half-written is left")
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "a partial output is left"
