@@ -27,9 +27,10 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from pathlib import Path
 
+import cpu_groups
 from emit import emit
 from skipview.platform.files import write_text_aside
 from skipview.platform.tracking.lineage import cpu
@@ -69,22 +70,25 @@ def busy_cpu_s() -> float:
 
 def timed(command: list[str], cwd: Path, log: Path, env: dict[str, str]) -> dict:
     """Wall seconds of ``command``; CPU seconds of it and its descendants that were waited for (``user_s``,
-    ``sys_s``: Ray's processes, reaped by others, are missing from them) and of the whole machine (``machine_cpu_s``:
-    everything, what ran beside it included); its output kept in ``log``."""
+    ``sys_s``: Ray's processes, reaped by others, are missing from them), of every process it started
+    (``own_cpu_s``, from a cpuacct group where the machine has one: Ray's included, nothing beside it) and of the
+    whole machine (``machine_cpu_s``: everything, what ran beside it included); its output kept in ``log``."""
     before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
     start = time.monotonic()
-    with log.open("w") as out:
+    with log.open("w") as out, (cpu_groups.group("suite") if cpu_groups.available() else nullcontext()) as group:
         process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=group[1] if group else None)
         try:
             code = process.wait()
         except BaseException:
             stop_group(process)
             raise
+        own = {"own_cpu_s": round(cpu_groups.cpu_s(group[0]), 1)} if group else {}
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"exit_code": code, "wall_s": round(wall, 1), "user_s": round(after.ru_utime - before.ru_utime, 1),
-            "sys_s": round(after.ru_stime - before.ru_stime, 1), "machine_cpu_s": round(busy_cpu_s() - busy_before, 1)}
+            "sys_s": round(after.ru_stime - before.ru_stime, 1), **own,
+            "machine_cpu_s": round(busy_cpu_s() - busy_before, 1)}
 
 
 def stop_group(process: subprocess.Popen, grace_s: float = 10) -> None:
@@ -134,31 +138,44 @@ def measure(ref: str, tier: str, beside: str, keep: Path, label: str | None) -> 
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         keep.mkdir(parents=True, exist_ok=True)
         name = label or f"{tier}-{commit}"                 # the files this run keeps in ``keep``
-        report = scratch / "junit.xml"
+        report, per_test = scratch / "junit.xml", scratch / "cpu_per_test"
+        # the JUnit report and, where the machine has cpuacct groups, each test's CPU (benchmarks/cpu_groups.py,
+        # this checkout's copy: a clone of an older commit may not have it) reach pytest through PYTEST_ADDOPTS
+        addopts = [f"--junitxml={report}"]
+        if cpu_groups.available():
+            plugins = scratch / "plugins"
+            plugins.mkdir()
+            shutil.copy(Path(cpu_groups.__file__), plugins)
+            env.update(PYTHONPATH=str(plugins), CPU_GROUPS_OUT=str(per_test))
+            addopts += ["-p", "cpu_groups"]
         if tier == "ci":
-            # .ci/run is run as it is; the JUnit report reaches its pytest through PYTEST_ADDOPTS
-            env.update(CI="true", PYTEST_ADDOPTS=f"--junitxml={report}")
+            # .ci/run is run as it is
+            env.update(CI="true", PYTEST_ADDOPTS=" ".join(addopts))
             entry["run"] = timed(TIERS[tier], checkout, keep / f"{name}.log", env)
         else:
             entry["setup"] = timed(["scripts/setup.sh"], checkout, keep / f"{name}.setup.log", env)
-            entry["run"] = timed([*TIERS[tier], f"--junitxml={report}"], checkout, keep / f"{name}.log", env)
+            entry["run"] = timed(TIERS[tier], checkout, keep / f"{name}.log", {**env, "PYTEST_ADDOPTS": " ".join(addopts)})
         entry["pytest_summary"] = closing_line(keep / f"{name}.log")
         if report.exists():
             entry.update(junit_results(report))
             shutil.copy(report, keep / f"{name}.junit.xml")
+        if per_test.is_dir():
+            entry["cpu_by_file"] = cpu_groups.per_file(per_test)
         return entry
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def markdown(document: dict) -> str:
-    rows = ["| label | commit | tier | beside | wall | CPU, waited-for processes | CPU, whole machine | passed | failed "
-            "| errors | skipped | pytest |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| label | commit | tier | beside | wall | CPU, waited-for processes | CPU, every process of the run "
+            "| CPU, whole machine | passed | failed | errors | skipped | pytest |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, e in document["runs"].items():
         c, run = e.get("counts", {}), e["run"]
-        machine = f"{run['machine_cpu_s'] / 60:.1f} min" if "machine_cpu_s" in run else "not measured"
+        machine, own = (f"{run[key] / 60:.1f} min" if key in run else "not measured"
+                        for key in ("machine_cpu_s", "own_cpu_s"))
         rows.append(f"| {label} | {e['commit']} | {e['tier']} (`{e['command']}`) | {e['beside']} | "
-                    f"{run['wall_s'] / 60:.1f} min | {(run['user_s'] + run['sys_s']) / 60:.1f} min | {machine} | "
+                    f"{run['wall_s'] / 60:.1f} min | {(run['user_s'] + run['sys_s']) / 60:.1f} min | {own} | {machine} | "
                     f"{c.get('passed', '')} | {c.get('failed', '')} | {c.get('errors', '')} | {c.get('skipped', '')} | "
                     f"{e['pytest_summary']} |")
     machines = {json.dumps(e["machine"], sort_keys=True) for e in document["runs"].values()}
@@ -171,6 +188,11 @@ def markdown(document: dict) -> str:
         if e.get("slowest"):
             out += [f"## {label}: the {SLOWEST} slowest tests (set-up included)", "",
                     *[f"- {s['seconds']:.1f} s `{s['test']}`" for s in e["slowest"]], ""]
+        if e.get("cpu_by_file"):
+            out += [f"## {label}: the test files that took the most CPU (every process of their tests)", "",
+                    "| file | CPU s | wall s, summed over its tests | tests |", "|---|---|---|---|",
+                    *[f"| `{f['file']}` | {f['cpu_s']:.0f} | {f['wall_s']:.0f} | {f['tests']} |"
+                      for f in e["cpu_by_file"]], ""]
         if e.get("failures"):
             out += [f"{label} failed: " + ", ".join(f"`{f}`" for f in e["failures"]), ""]
     return "\n".join(out)
