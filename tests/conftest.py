@@ -51,13 +51,24 @@ def ray_session():
 
 @pytest.fixture(scope="session")
 def ray_address(ray_session) -> str:
-    """The GCS address of this test process's shared local Ray (``ray_session``). A command run as a subprocess with
-    ``RAY_ADDRESS`` set to it joins that Ray instead of starting one of its own (a local Ray costs about 13 CPU s and
-    5-8 s of a loaded machine's wall time): for the tests that do not examine how a command's own Ray starts or
-    stops."""
+    """The GCS address of this test process's shared local Ray (``ray_session``). A command run as a subprocess
+    joins that Ray instead of starting one of its own (a local Ray costs about 13 CPU s and 5-8 s of a loaded
+    machine's wall time) with ``ray_join_env`` in its environment, which holds this address: for the tests that do
+    not examine how a command's own Ray starts or stops."""
     import ray
 
     return ray.get_runtime_context().gcs_address
+
+
+@pytest.fixture(scope="session")
+def ray_join_env(ray_address) -> dict[str, str]:
+    """What a subprocess's environment needs to join ``ray_session``: ``RAY_ADDRESS`` alone is not enough. That Ray
+    listens on 127.0.0.1 only (driver.LOOPBACK_ONLY), and a joining process that lacks the same switch rewrites a
+    loopback address to the machine's own address before it connects (Ray's ``canonicalize_bootstrap_address``)
+    and then waits without end on a port nothing listens on."""
+    from skipview.platform.training import driver
+
+    return {"RAY_ADDRESS": ray_address, **driver.LOOPBACK_ONLY}
 
 
 def pytest_collection_modifyitems(config, items) -> None:

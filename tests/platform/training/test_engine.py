@@ -33,9 +33,9 @@ def settings_for(data, **objective) -> TrainSettings:
                          checkpoint_every=CHECKPOINT_EVERY, postprocessing_sentences=50, seed=3)
 
 
-def run_for(tmp: Path, name: str, **kw) -> RunSettings:
-    return RunSettings(name=name, storage=str(tmp / "runs"), workers=2, tracking_uri=f"sqlite:///{tmp}/mlflow.db",
-                       experiment="engine-test", output=str(tmp / f"{name}-model"), **kw)
+def run_for(tmp: Path, name: str, workers: int = 2) -> RunSettings:
+    return RunSettings(name=name, storage=str(tmp / "runs"), workers=workers, tracking_uri=f"sqlite:///{tmp}/mlflow.db",
+                       experiment="engine-test", output=str(tmp / f"{name}-model"))
 
 
 def weights(model_dir: Path) -> dict[str, np.ndarray]:
@@ -137,30 +137,33 @@ def test_nan_on_one_rank_stops_the_run_and_keeps_the_last_good_checkpoint(ray_se
 
 def test_nan_before_the_first_checkpoint_is_the_same_one_line_divergence(ray_session, tiny_data, tmp_path):
     settings = settings_for(tiny_data, nan_at_call=2)
-    run = run_for(tmp_path, "diverging-early")
+    run = run_for(tmp_path, "diverging-early", workers=1)      # the message, not the ranks: one worker says it
     with pytest.raises(Diverged, match="step 2") as error:
         driver.train(settings, run)
     assert str(error.value).endswith("last good checkpoint: none (it failed before its first checkpoint)")
 
 
-def test_a_run_whose_every_checkpoint_is_corrupt_fails_at_once_in_one_line(ray_session, tiny_data, tmp_path):
-    """No restart (a restart would find the same files): one CorruptCheckpoint naming the run and each file."""
+def test_a_run_whose_every_checkpoint_is_corrupt_fails_at_once_in_one_line(reference, tiny_data):
+    """No restart (a restart would find the same files): one CorruptCheckpoint naming the run and each file.
+
+    The finished reference run is the run continued here (a run of its own cost a whole Ray Train run): the other
+    tests read its exported model and its MLflow run, neither of which cutting its checkpoints' state files touches,
+    and the continuation fails before it reopens the MLflow run."""
     from skipview.platform.errors import CorruptCheckpoint
     from skipview.platform.training import checkpoint as ckpt
 
-    run = run_for(tmp_path, "all-corrupt")
-    first = TrainSettings(**{**settings_for(tiny_data).model_dump(), "max_steps": CHECKPOINT_EVERY * 2})
-    driver.train(first, run)
-    states = sorted((tmp_path / "runs" / "all-corrupt").glob(f"checkpoint_*/{ckpt.STATE_FILE}"))
-    assert len(states) == 2
+    run, outcome = reference
+    states = sorted((Path(run.storage) / run.name).glob(f"checkpoint_*/{ckpt.STATE_FILE}"))
+    assert len(states) == 2                                 # keep_checkpoints: the two latest
     for state in states:
         state.write_bytes(state.read_bytes()[:100])
-    with pytest.raises(CorruptCheckpoint, match="run all-corrupt: no registered checkpoint of this run can be loaded"
+    with pytest.raises(CorruptCheckpoint, match="run reference: no registered checkpoint of this run can be loaded"
                        ) as error:
-        driver.train(settings_for(tiny_data), run)
+        driver.train(TrainSettings(**{**settings_for(tiny_data).model_dump(), "max_steps": STEPS + CHECKPOINT_EVERY}),
+                     run)
     assert all(str(state.parent) in str(error.value) for state in states)
     assert "\n" not in str(error.value)
     client = store.client(run.tracking_uri)
     run_id = store.find_run(client, run.experiment, driver.run_key(run))
     # the continuation failed restoring, before it reopened the finished MLflow run: nothing is left RUNNING
-    assert client.get_run(run_id).info.status == "FINISHED"
+    assert run_id == outcome.mlflow_run_id and client.get_run(run_id).info.status == "FINISHED"

@@ -34,11 +34,13 @@ def command(corpus: Path, wordvecs: Path, calls_file: Path, *more: str) -> list[
             "--set", f"objective_settings.calls_file={calls_file}", *more]
 
 
-def environment(tmp_path: Path) -> dict:
+def environment(tmp_path: Path, ray_join_env: dict | None = None) -> dict:
+    """The command's environment: a local Ray of its own, or with ``ray_join_env`` the test process's Ray joined (for
+    the runs whose own Ray the test does not examine: a local Ray costs about 13 CPU s)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
     env.pop("RAY_ADDRESS", None)
-    return env
+    return {**env, **(ray_join_env or {})}
 
 
 def calls(path: Path) -> int:
@@ -49,17 +51,17 @@ def calls(path: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tiny_data, tmp_path_factory):
+def uninterrupted(tiny_data, ray_join_env, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("uninterrupted")
-    finished = subprocess.run([*SKIPVIEW, *command(*tiny_data, tmp / "calls")], cwd=tmp, env=environment(tmp),
-                              capture_output=True, text=True, timeout=900)
+    finished = subprocess.run([*SKIPVIEW, *command(*tiny_data, tmp / "calls")], cwd=tmp,
+                              env=environment(tmp, ray_join_env), capture_output=True, text=True, timeout=900)
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     return load_file(tmp / "model" / "model.safetensors")
 
 
 @pytest.mark.slow
 def test_a_run_stopped_mid_way_checkpoints_at_its_next_step_and_resumes_to_the_same_parameters(
-        tiny_data, uninterrupted, tmp_path):
+        tiny_data, uninterrupted, ray_join_env, tmp_path):
     env, calls_file = environment(tmp_path), tmp_path / "calls"
     process = start(command(*tiny_data, calls_file), tmp_path, env)
     wait_for(lambda: calls(calls_file) >= 15, "15 steps were trained", process, timeout=600)
@@ -73,8 +75,9 @@ def test_a_run_stopped_mid_way_checkpoints_at_its_next_step_and_resumes_to_the_s
 
     resume = shlex.split(result.last_line.split("to resume, run ")[1])
     assert resume[0] == "skipview" and "--name" in resume, "a new run's name must be in the command that resumes it"
-    resumed = subprocess.run([*SKIPVIEW, *resume[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=900)
+    # the stop is what left the command's own Ray to examine; the resume may join the test process's
+    resumed = subprocess.run([*SKIPVIEW, *resume[1:]], cwd=tmp_path, env=environment(tmp_path, ray_join_env),
+                             capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     log = next((tmp_path / "runs").glob("*.log")).read_text()
     assert f"rank 0 resumed at step {stopped_at}" in log, "the resume did not start from the stop's checkpoint"
