@@ -1,10 +1,8 @@
 """Four `skipview train` runs started together in a fresh folder, as a new user's first runs side by side: every one
 finishes and is recorded in the one default store (./mlflow.db), each under its own default name.
 
-The races were in the store (MLflow's migration of a new SQLite file) and in the default names, not in Ray: the four
-runs join the test process's Ray (four local Rays started together cost about 50 CPU s of 2 cores; a command's own
-local Ray is test_local_ray's). One round only: the five rounds the race needs are run on skipview's store-opening
-path alone, where the race is (tests/platform/tracking/test_shared_store.py)."""
+One round only: four local Rays on 2 cores take minutes. The five rounds the race needs are run on skipview's
+store-opening path alone, where the race is (tests/platform/tracking/test_shared_store.py)."""
 
 from __future__ import annotations
 
@@ -21,10 +19,9 @@ RUNS = 4
 
 
 @pytest.mark.slow
-def test_runs_started_together_in_a_fresh_folder_all_finish_and_are_recorded(tiny_data, ray_join_env, tmp_path):
+def test_runs_started_together_in_a_fresh_folder_all_finish_and_are_recorded(tiny_data, tmp_path):
     corpus, wordvecs = tiny_data
-    # each run's one worker of 0.5 CPU: the four fit the joined Ray's 2 CPUs at once
-    env = {**{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}, **ray_join_env}
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
     command = [sys.executable, "-m", "skipview.platform.cli", "train", "--objective", "disc", "--corpus", str(corpus),
                "--wordvecs", str(wordvecs), "--cpus-per-worker", "0.5", "--set", "objective_settings.hidden_size=8",
                "--set", "batch_size=16", "--set", "max_steps=4", "--set", "checkpoint_every=2"]
