@@ -60,6 +60,17 @@ def ray_address(ray_session) -> str:
     return ray.get_runtime_context().gcs_address
 
 
+@pytest.fixture(scope="session")
+def ray_join_env(ray_address) -> dict[str, str]:
+    """What a command's environment needs to join ``ray_address``: the address, and the switch that keeps Ray's node
+    address local in the command too (``driver.LOOPBACK_ONLY``). Without it Ray turns 127.0.0.1 into the machine's
+    network address, on which the shared Ray, listening on the loopback only, never answers: the command hangs in
+    "Connecting to existing Ray cluster"."""
+    from skipview.platform.training import driver
+
+    return {"RAY_ADDRESS": ray_address, **driver.LOOPBACK_ONLY}
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Test files with end-to-end (``slow``) tests first, each file's tests in their written order: run side by side,
     the long files start at once instead of trailing behind the short ones."""
