@@ -5,6 +5,7 @@ recorded in MLflow with the compare-view tags; a second invocation skips what is
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 
@@ -18,6 +19,9 @@ from skipview.platform.studies.runner import StudySettings, run_study, share_obj
 from skipview.platform.tracking import store
 from skipview.platform.training.config import TrainSettings
 
+# the study's base objective settings, shared out to its rows: the toy study's and the disc-f studies' alike, so the
+# toy study's disc-f is the shorter run a disc-f study of the same settings can warm-start from
+SHARED = {"hidden_size": 8, "context_window": 2}
 
 
 class Fixed:
@@ -48,10 +52,20 @@ def test_combined_encoder_averages_unsupervised_and_concatenates_supervised_or_c
                         concatenate=True)
 
 
-@pytest.mark.slow
+@dataclass
+class ToyStudy:
+    matrix: Matrix
+    base: TrainSettings
+    study: StudySettings
+    records: list[dict]                 # what its first run returned
 
-def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_data, toy_senteval, tmp_path):
+
+@pytest.fixture(scope="module")
+def toy_study(ray_session, tiny_data, toy_senteval, tmp_path_factory) -> ToyStudy:
+    """The toy study, run once: its test examines it, and the warm-start test continues its disc-f model (4 steps)
+    instead of training a shorter study of its own."""
     corpus, wordvecs = tiny_data
+    root = tmp_path_factory.mktemp("study")
     full = table6()
     matrix = Matrix(cells=[c for c in full.cells if c.name in ("gen-invertible", "disc-f")],
                     combined=[Cell(name="gen+disc", combine=["gen-invertible/f", "disc-f/f"], tags={"views": "f+f"},
@@ -61,13 +75,19 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
                     claims=[c for c in full.claims if c.better == "gen-invertible/ensemble"
                             and c.worse == "gen-invertible/f"])
     # a study's base objective settings go to each trained row whose objective has them (gen has no context_window)
-    matrix = share_objective_settings(matrix, {"hidden_size": 8, "context_window": 2}, references=True)
+    matrix = share_objective_settings(matrix, SHARED, references=True)
     base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
                          batch_size=16, max_steps=4, checkpoint_every=4, postprocessing_sentences=50)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    study = StudySettings(name="toy", storage=str(tmp_path / "runs"), experiment="ablation-test", seeds=1,
-                          references=True, tasks=("sts14", "sickr_unsup", "mr"), protocol="fast", tracking_uri=uri)
-    records = run_study(matrix, base, study)
+    study = StudySettings(name="toy", storage=str(root / "runs"), experiment="ablation-test", seeds=1,
+                          references=True, tasks=("sts14", "sickr_unsup", "mr"), protocol="fast",
+                          tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    return ToyStudy(matrix, base, study, run_study(matrix, base, study))
+
+
+@pytest.mark.slow
+def test_toy_study_trains_evaluates_tags_resumes_and_reports(toy_study, tmp_path):
+    matrix, base, study, uri = toy_study.matrix, toy_study.base, toy_study.study, toy_study.study.tracking_uri
+    records = toy_study.records
     assert [r["skipped"] for r in records] == [False, False, False, False]
 
     client = store.client(uri)
@@ -121,15 +141,14 @@ def test_toy_study_trains_evaluates_tags_resumes_and_reports(ray_session, tiny_d
     assert "fasttext-avg" in paths["markdown"].read_text()
 
 
-def _disc_f_study(tiny_data, toy_senteval, tmp_path, name, max_steps, **study):
-    corpus, wordvecs = tiny_data
+def _disc_f_study(toy: ToyStudy, name, max_steps, **study):
+    """A study of disc-f alone on the toy study's settings, storage and store (where it finds a run to continue)."""
     full = table6()
     matrix = share_objective_settings(Matrix(cells=[c for c in full.cells if c.name == "disc-f"], columns=full.columns),
-                                      {"hidden_size": 8, "context_window": 2}, references=False)
-    base = TrainSettings(objective="disc", corpus=str(corpus), wordvecs=str(wordvecs), senteval_dir=str(toy_senteval),
-                         batch_size=16, max_steps=max_steps, checkpoint_every=4, postprocessing_sentences=50)
-    settings = StudySettings(name=name, storage=str(tmp_path / "runs"), experiment=name, seeds=1, tasks=("sts14",),
-                             protocol="fast", tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **study)
+                                      SHARED, references=False)
+    base = toy.base.model_copy(update={"max_steps": max_steps})
+    settings = StudySettings(name=name, storage=toy.study.storage, experiment=name, seeds=1, tasks=("sts14",),
+                             protocol="fast", tracking_uri=toy.study.tracking_uri, **study)
     run_study(matrix, base, settings)
     client = store.client(settings.tracking_uri)
     (run,) = client.search_runs([client.get_experiment_by_name(name).experiment_id])
@@ -137,11 +156,13 @@ def _disc_f_study(tiny_data, toy_senteval, tmp_path, name, max_steps, **study):
 
 
 @pytest.mark.slow
-def test_warm_start_continues_a_shorter_study_into_exactly_the_longer_run(ray_session, tiny_data, toy_senteval,
-                                                                          tmp_path):
-    client, short = _disc_f_study(tiny_data, toy_senteval, tmp_path, "short", 4)
-    _, scratch = _disc_f_study(tiny_data, toy_senteval, tmp_path, "scratch", 8)
-    _, longer = _disc_f_study(tiny_data, toy_senteval, tmp_path, "longer", 8, warm_start="short")
+def test_warm_start_continues_a_shorter_study_into_exactly_the_longer_run(toy_study):
+    # the shorter study is the toy study: its disc-f trained 4 steps of the settings the disc-f studies train 8 of
+    client = store.client(toy_study.study.tracking_uri)
+    toy_runs = client.search_runs([client.get_experiment_by_name(toy_study.study.experiment).experiment_id])
+    (short,) = [run for run in toy_runs if run.data.tags["cell"] == "disc-f"]
+    _, scratch = _disc_f_study(toy_study, "scratch", 8)
+    _, longer = _disc_f_study(toy_study, "longer", 8, warm_start=toy_study.study.name)
 
     def losses(run):
         return [m.value for m in sorted(client.get_metric_history(run.info.run_id, "loss"), key=lambda m: m.step)]

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.mark.slow
 def test_a_study_stopped_mid_training_keeps_its_checkpoint_and_the_same_command_finishes_it(
-        tiny_data, toy_senteval, tmp_path):
+        tiny_data, toy_senteval, ray_join_env, tmp_path):
     corpus, wordvecs = tiny_data
     data = tmp_path / "data"                 # the study's layout: data/<corpus>/{prepared,wordvecs}, data/senteval
     (data / "toy").mkdir(parents=True)
@@ -51,8 +51,9 @@ def test_a_study_stopped_mid_training_keeps_its_checkpoint_and_the_same_command_
     assert "each finished run's record in reports/stopped_study/runs" in result.last_line
     step = int(result.last_line.split(" stopped at step ")[1].split()[0])
 
-    again = subprocess.run([*SKIPVIEW, "study", "run", str(study)], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=1200)
+    # the stop was examined on the command's own Ray; the resume joins this test process's Ray instead of starting one
+    again = subprocess.run([*SKIPVIEW, "study", "run", str(study)], cwd=tmp_path,
+                           env={**env, **ray_join_env}, capture_output=True, text=True, timeout=1200)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"rank 0 resumed at step {step} " in log.read_text()
     assert (tmp_path / "reports" / "stopped_study" / "runs" / "disc-f-seed0.json").is_file()

@@ -23,7 +23,7 @@ GRACE_S = 60
 
 @pytest.mark.slow
 def test_a_search_stopped_mid_trial_checkpoints_the_trial_and_resumes_to_every_trial_finished(
-        tiny_data, toy_senteval, tmp_path):
+        tiny_data, toy_senteval, ray_join_env, tmp_path):
     corpus, wordvecs = tiny_data
     space = tmp_path / "disc.yaml"
     space.write_text(textwrap.dedent("""
@@ -52,8 +52,9 @@ def test_a_search_stopped_mid_trial_checkpoints_the_trial_and_resumes_to_every_t
 
     resume = shlex.split(result.last_line.split("to resume, run ")[1])
     assert "--name" in resume
-    resumed = subprocess.run([*SKIPVIEW, *resume[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=1200)
+    # the stop was examined on the command's own Ray; the resume joins this test process's Ray instead of starting one
+    resumed = subprocess.run([*SKIPVIEW, *resume[1:]], cwd=tmp_path, env={**env, **ray_join_env},
+                             capture_output=True, text=True, timeout=1200)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "done: 2 trials" in resumed.stdout
     assert f"resumed at step {stopped[0]['step']}" in next((tmp_path / "runs").glob("tune-*.log")).read_text()
