@@ -30,10 +30,11 @@ def test_a_study_stopped_mid_training_keeps_its_checkpoint_and_the_same_command_
     (data / "senteval" / "downstream").symlink_to(toy_senteval)
     (tmp_path / "studies").symlink_to(REPO / "studies")      # the catalogue of rows the study names
     study = tmp_path / "stopped_study.yaml"
+    # 600 steps: the stop lands near step 24 (at the first progress line), and the resume trains the rest
     study.write_text(textwrap.dedent("""
         question: Does a study stopped mid-training resume where it stopped?
         corpus: toy
-        settings: {objective_settings.hidden_size: 8, batch_size: 16, max_steps: 3000, checkpoint_every: 3000,
+        settings: {objective_settings.hidden_size: 8, batch_size: 16, max_steps: 600, checkpoint_every: 600,
                    postprocessing_sentences: 50}
         cells: [disc-f]
         seeds: 1

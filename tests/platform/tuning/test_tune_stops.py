@@ -17,7 +17,7 @@ from stopping_commands import SKIPVIEW, assert_stopped, start, stop, trained_a_s
 
 from skipview.platform.tracking import store
 
-STEPS = 3000
+STEPS = 600                 # the stop lands near step 24 (its first progress line): 25 times that margin
 GRACE_S = 60
 
 
