@@ -94,10 +94,14 @@ def test_each_view_and_post_processing_exports_to_the_same_vectors(kind, data, t
         assert len(encoder.vocab) > KINDS[kind][1]["vocab_size"] + 4      # the expanded vocabulary went along
 
 
-@pytest.mark.slow
-def test_the_command_writes_a_folder_a_fresh_process_loads_with_a_card_of_the_run_data_command_and_scores(data, tmp_path):
+@pytest.fixture(scope="module")
+def exported(data, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess, str]:
+    """A disc model exported once by the command, with its MLflow run and two score records for the card: the
+    model, the folder, the finished command and the run's id. The card's test and the evaluation's test both read
+    this one folder (each export command costs a process importing sentence-transformers, ~7 CPU s)."""
     from skipview.platform.tracking import store
 
+    tmp_path = tmp_path_factory.mktemp("exported")
     model = trained_model("disc", data, tmp_path)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = store.client(uri)
@@ -112,18 +116,22 @@ def test_the_command_writes_a_folder_a_fresh_process_loads_with_a_card_of_the_ru
     usif = tmp_path / "usif.json"
     usif.write_text(json.dumps({"encoder": "usif", "protocol": {"name": "fast"}, "metrics": {"sts14.spearman.all": 60.5}}))
     out = tmp_path / "st"
-    done = subprocess.run([*SKIPVIEW, "export", "sentence-transformers", str(model), str(out), "--run", run.info.run_id,
-                           "--tracking-uri", uri, "--scores", str(evaluated), "--scores", str(usif)],
-                          capture_output=True, text=True, timeout=300)
+    done = export(model, out, "--run", run.info.run_id, "--tracking-uri", uri, "--scores", str(evaluated),
+                  "--scores", str(usif))
     assert done.returncode == 0, done.stderr[-3000:]
+    return model, out, done, run.info.run_id
+
+
+@pytest.mark.slow
+def test_the_command_writes_a_folder_a_fresh_process_loads_with_a_card_of_the_run_data_command_and_scores(exported):
+    model, out, done, run_id = exported
     assert json.loads(done.stdout)["max_abs_difference_to_skipview"] <= 1e-5
     np.testing.assert_allclose(sentence_transformer_vectors(out), SentenceEncoder.load(model).encode(SENTENCES),
                                atol=1e-5, rtol=0)
     card = (out / "README.md").read_text()
     assert card.startswith("---\nlibrary_name: sentence-transformers\n")
     for expected in ("`dvc:abc123`", "`0123abc`", "skipview train --objective disc --corpus data/toy",
-                     "| `batch_size` | `16` |", "sts14 51.5", "| `sts14.spearman.all` | 48.25 | 60.50 |",
-                     run.info.run_id):
+                     "| `batch_size` | `16` |", "sts14 51.5", "| `sts14.spearman.all` | 48.25 | 60.50 |", run_id):
         assert expected in card, expected
 
 
@@ -149,14 +157,12 @@ def test_a_refused_export_names_the_path_in_one_line_and_writes_nothing(data, tm
 
 
 @pytest.mark.slow
-def test_skipview_evaluate_scores_an_exported_folder_as_the_model_it_came_from(data, tmp_path):
+def test_skipview_evaluate_scores_an_exported_folder_as_the_model_it_came_from(exported, tmp_path):
     """The suite reads a sentence-transformers folder through `--model`: the same STS14 as the model directory with
     its stored components (`--component-fit corpus`), the post-processing the export keeps."""
     from prepared_data import write_toy_sts14
 
-    model = trained_model("disc", data, tmp_path)
-    out = tmp_path / "st"
-    assert export(model, out).returncode == 0
+    model, out, _, _ = exported
     senteval = write_toy_sts14(tmp_path / "senteval")
     scores = {}
     for name, path in (("skipview", model), ("sentence-transformers", out)):

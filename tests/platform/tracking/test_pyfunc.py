@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -88,20 +89,25 @@ def test_mlflow_models_serve_answers_with_embeddings(logged, tmp_path):
     env.update(MLFLOW_TRACKING_URI=uri, PATH=str(Path(sys.executable).parent) + os.pathsep + env["PATH"])
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "models", "serve", "-m", runs_uri, "-h", "127.0.0.1",
                                "-p", str(port), "--env-manager", "local", "-w", "1"], env=env, cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    # read as it prints, so a server that never answers can be shown in the failure and never blocks on a full pipe
+    printed: list[str] = []
+    reader = threading.Thread(target=lambda: printed.extend(server.stdout), daemon=True)
+    reader.start()
     try:
         body = json.dumps({"dataframe_records": [{"sentence": s} for s in SENTENCES]}).encode()
         deadline, answer = time.time() + 120, None
         while time.time() < deadline and answer is None:
             if server.poll() is not None:
-                pytest.fail("mlflow models serve exited:\n" + server.stdout.read().decode())
+                reader.join(timeout=10)         # the last lines it printed
+                pytest.fail("mlflow models serve exited:\n" + "".join(printed))
             try:
                 request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=body,
                                                  headers={"Content-Type": "application/json"})
                 answer = json.loads(urllib.request.urlopen(request, timeout=10).read())
-            except OSError:
-                time.sleep(1)
-        assert answer is not None, "the server did not answer in 120 s"
+            except OSError:         # not listening yet: the next try in 0.1 s (an HTTP request costs little)
+                time.sleep(0.1)
+        assert answer is not None, "mlflow models serve did not answer /invocations in 120 s:\n" + "".join(printed)
         np.testing.assert_allclose(np.asarray(answer["predictions"], dtype=np.float32), expected, rtol=1e-5)
     finally:
         os.killpg(server.pid, signal.SIGTERM)

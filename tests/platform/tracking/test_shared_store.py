@@ -30,7 +30,6 @@ OPEN_AND_FINISH = """
 import sys, time
 from pathlib import Path
 
-import pytest
 import mlflow.store.tracking.sqlalchemy_store
 from skipview.platform.tracking import store
 index, folders = sys.argv[1], [Path(f) for f in sys.argv[2:]]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> tuple[Path, dict]:
+def repo(tmp_path: Path, ray_address: str) -> tuple[Path, dict]:
     books = SHARED / "corpora" / "gutenberg_novels" / "books"
     if not all((books / b).is_file() for b in BOOKS) or not (SHARED / "senteval").is_dir():
         pytest.skip(f"real data not found under {SHARED}")
@@ -38,12 +38,14 @@ def repo(tmp_path: Path) -> tuple[Path, dict]:
         params["data_root"] = str(data_root)
         gutenberg = params["corpora"]["gutenberg_novels"]
         gutenberg["wordvecs"] = {**gutenberg["wordvecs"], "dim": 16, "epochs": 1, "buckets": 1000, "threads": 1}
-        params["train"].update(objectives=list(OBJECTIVES), corpora=["gutenberg_novels"], hidden_size=8, workers=2)
+        params["train"].update(objectives=list(OBJECTIVES), corpora=["gutenberg_novels"], hidden_size=8, workers=1)
         params["train"]["settings"].update(batch_size=16, max_steps=6, checkpoint_every=3,
                                            postprocessing_sentences=200)
         params["evaluate"] = {"tasks": "sts14,sickr_unsup", "protocol": "fast"}
 
-    return fresh_checkout(tmp_path, tiny)
+    # the train stages join the test process's Ray, on one worker each: the claim is the pipeline's stages, lineage
+    # and metrics, not how a command's own Ray starts and stops (test_local_ray.py) nor DDP across workers
+    return fresh_checkout(tmp_path, tiny, ray_address=ray_address)
 
 
 def test_dvc_repro_from_raw_corpus_to_evaluation_metrics(repo):
