@@ -29,12 +29,12 @@ def stages_run(output: str) -> set[str]:
 
 def fresh_checkout(tmp_path: Path, edit_params: Callable[[dict], None],
                    add_files: Callable[[Path], None] | None = None,
-                   ray_address: str | None = None) -> tuple[Path, dict]:
+                   ray_join_env: dict[str, str] | None = None) -> tuple[Path, dict]:
     """The project's files as committed plus uncommitted work, ``params.yaml`` edited in place by ``edit_params``,
     ``add_files(repo)`` for data placed inside the checkout, all committed. Returns the repository and the
     environment to run DVC in: ``skipview`` on PATH whether or not the package is pip-installed, the checkout's own
-    ./mlflow.db, and Ray: the one at ``ray_address`` (the test process's ``ray_address`` fixture) for a test that
-    does not examine how a stage's Ray starts or stops, else each stage's own local Ray (13 CPU s each)."""
+    ./mlflow.db, and Ray: the test process's (its ``ray_join_env`` fixture) for a test that does not examine how a
+    stage's Ray starts or stops, else each stage's own local Ray (13 CPU s each)."""
     repo = tmp_path / "repo"
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
                             text=True, check=True).stdout.split()
@@ -56,12 +56,7 @@ def fresh_checkout(tmp_path: Path, edit_params: Callable[[dict], None],
     env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)
     env.pop("MLFLOW_TRACKING_URI", None)
     env.pop("RAY_ADDRESS", None)            # without one skipview starts a Ray of its own, never joins a running one
-    if ray_address is not None:
-        from skipview.platform.training.driver import LOOPBACK_ONLY
-
-        # every skipview stage joins it (paths reach Ray's workers resolved). The local Ray listens on 127.0.0.1
-        # only, and a driver without LOOPBACK_ONLY rewrites that address to the machine's and never connects.
-        env.update(RAY_ADDRESS=ray_address, **LOOPBACK_ONLY)
+    env.update(ray_join_env or {})          # every skipview stage joins it (paths reach Ray's workers resolved)
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.org"]
     run(git + ["init", "-q"], repo, env)
     run(git + ["add", "-A"], repo, env)

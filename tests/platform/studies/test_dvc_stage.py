@@ -41,10 +41,9 @@ def test_a_new_study_is_one_file_that_dvc_runs_analyses_and_keeps(tiny_data, toy
         write_toy_mr(repo / "data" / "senteval" / "downstream", np.random.default_rng(0))
         (repo / "studies" / "toy.yaml").write_text(yaml.safe_dump(STUDY, sort_keys=False))   # the one file
 
-    repo, env = fresh_checkout(tmp_path, lambda params: None, add_files)
     # the stage's `skipview study run` joins this test process's Ray instead of starting one of its own (twice): what
     # is checked here is what the stages make, not how a command's Ray starts or stops
-    env.update(ray_join_env)
+    repo, env = fresh_checkout(tmp_path, lambda params: None, add_files, ray_join_env)
     run(["skipview", "study", "index"], repo, env)              # generated: the index DVC's stages read
     stage = ["repro", "--single-item", "reports/dvc.yaml:study@toy"]
     first = run(DVC + stage, repo, env)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def repo(tmp_path: Path, ray_address: str) -> tuple[Path, dict]:
+def repo(tmp_path: Path, ray_join_env: dict[str, str]) -> tuple[Path, dict]:
     books = SHARED / "corpora" / "gutenberg_novels" / "books"
     if not all((books / b).is_file() for b in BOOKS) or not (SHARED / "senteval").is_dir():
         pytest.skip(f"real data not found under {SHARED}")
@@ -45,7 +45,7 @@ def repo(tmp_path: Path, ray_address: str) -> tuple[Path, dict]:
 
     # the train stages join the test process's Ray, on one worker each: the claim is the pipeline's stages, lineage
     # and metrics, not how a command's own Ray starts and stops (test_local_ray.py) nor DDP across workers
-    return fresh_checkout(tmp_path, tiny, ray_address=ray_address)
+    return fresh_checkout(tmp_path, tiny, ray_join_env=ray_join_env)
 
 
 def test_dvc_repro_from_raw_corpus_to_evaluation_metrics(repo):
