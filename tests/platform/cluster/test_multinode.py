@@ -4,8 +4,9 @@ way a cluster shares them. Nothing here may rely on one local disk: the storage 
 temporary folder is its own, and the model directory comes back to the driver through the object store.
 
 `skipview train --workers 2` must place one worker on each node, survive a SIGKILL of one worker mid-run by
-resuming from the checkpoint in the object store, and record one MLflow run on the server. The test prints what it
-saw (nodes, placements, object-store keys, the kill and the resume): run it with `-s` to read that log.
+resuming from the checkpoint in the object store, and record one MLflow run on the server. That run is submitted as
+a job (`skipview submit`), whose test examines the same run. The tests print what they saw (nodes, placements,
+object-store keys, the kill and the resume): run them with `-s` to read that log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -78,17 +80,6 @@ def object_store(env_patch):
 
 
 @pytest.fixture(scope="module")
-def tracking_server(tmp_path_factory):
-    """`mlflow server` on 127.0.0.1 with its own backend store and artifact destination."""
-    from skipview.platform.studies.screenshot import mlflow_server
-
-    root = tmp_path_factory.mktemp("mlflow-server")
-    # its imports alone take minutes on a loaded 2-core machine
-    with mlflow_server(f"sqlite:///{root}/mlflow.db", timeout_s=900, artifacts=root / "artifacts") as uri:
-        yield uri
-
-
-@pytest.fixture(scope="module")
 def cluster(object_store, env_patch, tmp_path_factory):
     """Two Ray nodes with one CPU each and their own temporary folders (TMPDIR of their raylet and workers)."""
     from ray.cluster_utils import Cluster
@@ -98,6 +89,9 @@ def cluster(object_store, env_patch, tmp_path_factory):
     env_patch.setenv("PYTHONPATH", os.pathsep.join([str(TRAINING_TESTS), os.environ.get("PYTHONPATH", "")]))
     env_patch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env_patch.delenv("RAY_ADDRESS", raising=False)
+    # the nodes' processes start in the scratch folder: a submitted job's driver runs in its raylet's folder and
+    # writes its ./runs there, not into the checkout pytest runs in
+    env_patch.chdir(scratch)
     nodes = {name: scratch / name for name in ("node_a", "node_b")}
     for folder in nodes.values():
         folder.mkdir()
@@ -131,32 +125,56 @@ def object_keys(client, prefix: str) -> list[str]:
     return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
 
 
-def test_two_node_training_survives_a_killed_worker_through_the_object_store(
-        tracking_server, cluster, object_store, tmp_path):
+@dataclass
+class SubmittedRun:
+    status: int                 # `skipview submit`'s exit status
+    output: str                 # what it printed: the job's logs, then its final status
+    seconds: float
+    folder: Path                # the run's local files: its model, metrics, placements, the kill's marker
+
+
+@pytest.fixture(scope="module")
+def submitted_run(tracking_server, cluster, tmp_path_factory) -> SubmittedRun:
+    """`skipview submit -- train --workers 2` on the two nodes, rank 1's worker SIGKILLed once mid-run: the one run
+    that both the killed-worker test and the submission test examine (a Ray Train run costs ~30 CPU s before it
+    trains; the claims of both hold of a training submitted as a job)."""
     from prepared_data import write_training_data
 
-    ray_cluster, node_scratch = cluster
-    tracking_uri = tracking_server
-    corpus, wordvecs = write_training_data(tmp_path / "data")
-    placements, marker = tmp_path / "placements", tmp_path / "killed-once"
-    placements.mkdir()
-    command = [sys.executable, "-m", "skipview.platform.cli", "train", "--objective", "tiny_objective:build",
+    ray_cluster, _ = cluster
+    folder = tmp_path_factory.mktemp("submitted")
+    corpus, wordvecs = write_training_data(folder / "data")
+    (folder / "placements").mkdir()
+    wait_for(f"{ray_cluster.dashboard}/api/version", "the head's dashboard")
+    command = [sys.executable, "-m", "skipview.platform.cli", "submit", "--address", ray_cluster.dashboard,
+               "--env", f"MLFLOW_TRACKING_URI={tracking_server}", "--",
+               "train", "--objective", "tiny_objective:build",
                "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--storage", f"s3://{BUCKET}/runs",
                "--name", "multinode", "--workers", "2", "--experiment", "multinode",
-               "--output", str(tmp_path / "model"), "--metrics", str(tmp_path / "metrics.json"),
+               "--output", str(folder / "model"), "--metrics", str(folder / "metrics.json"),
                "--set", f"max_steps={STEPS}", "--set", f"checkpoint_every={CHECKPOINT_EVERY}",
                "--set", "batch_size=8", "--set", "postprocessing_sentences=50",
                # forward call 7 of rank 1: after the step-4 checkpoint, once Ray has registered it
                "--set", "objective_settings.fail_at_call=7", "--set", "objective_settings.fail_rank=1",
-               "--set", "objective_settings.failure=sigkill", "--set", f"objective_settings.marker={marker}",
+               "--set", "objective_settings.failure=sigkill",
+               "--set", f"objective_settings.marker={folder / 'killed-once'}",
                "--set", "objective_settings.registered_before_failing=1",
-               "--set", f"objective_settings.placement_dir={placements}"]
-    env = {**os.environ, "RAY_ADDRESS": ray_cluster.address, "MLFLOW_TRACKING_URI": tracking_uri}
+               "--set", f"objective_settings.placement_dir={folder / 'placements'}"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     start = time.time()
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
-    output += (tmp_path / "runs" / "multinode.log").read_text()       # Ray's and the workers' log (./runs: s3 storage)
+    done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=900)
+    return SubmittedRun(done.returncode, done.stdout + done.stderr, time.time() - start, folder)
+
+
+def test_two_node_training_survives_a_killed_worker_through_the_object_store(
+        submitted_run, tracking_server, cluster, object_store):
+    ray_cluster, node_scratch = cluster
+    tracking_uri = tracking_server
+    folder, output = submitted_run.folder, submitted_run.output
+    placements, marker = folder / "placements", folder / "killed-once"
+    assert submitted_run.status == 0, output[-4000:]
+    log = re.search(r"Ray's and the workers' log: (\S+)", output)
+    assert log, output[-4000:]
+    output += Path(log[1]).read_text()          # the job's driver keeps it in its ./runs (s3 storage)
 
     from ray.util.state import list_nodes
 
@@ -167,7 +185,7 @@ def test_two_node_training_survives_a_killed_worker_through_the_object_store(
     records = [json.loads(p.read_text()) for p in sorted(placements.iterdir(), key=lambda p: p.stat().st_mtime_ns)]
     keys = object_keys(object_store, "runs/multinode/")
     resumed = re.findall(r"rank (\d) resumed at step (\d+) \(.*?\) from (\S+)", output)
-    print(f"\n--- multi-node run ({time.time() - start:.0f} s) ---")
+    print(f"\n--- multi-node run ({submitted_run.seconds:.0f} s) ---")
     print("nodes:", {node_of[n.node_id]: n.node_ip for n in alive})
     for r in records:
         print(f"worker rank {r['rank']} pid {r['pid']} on {node_of[r['node_id']]} (scratch {r['scratch']})")
@@ -195,9 +213,9 @@ def test_two_node_training_survives_a_killed_worker_through_the_object_store(
     checkpoint_files = {p[3] for p in parts if len(p) == 4 and p[2].startswith("checkpoint_") and p[3]}
     assert {"state.pt", "rng-rank0.pt", "rng-rank1.pt", "model/config.json"} <= checkpoint_files
 
-    record = json.loads((tmp_path / "metrics.json").read_text())
+    record = json.loads((folder / "metrics.json").read_text())
     assert record["metrics"]["step"] == STEPS and record["checkpoint"].startswith(f"{BUCKET}/runs/multinode/")
-    assert (tmp_path / "model" / "config.json").is_file()
+    assert (folder / "model" / "config.json").is_file()
     client = store.client(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name("multinode").experiment_id])
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
@@ -252,30 +270,17 @@ def test_tune_runs_its_trials_on_both_nodes(tracking_server, cluster, object_sto
     assert any(k.endswith("/state.pt") for k in keys) and (tmp_path / "runs" / "twonodes" / "best_config.yaml").is_file()
 
 
-def test_submit_runs_a_training_job_on_the_cluster(tracking_server, cluster, object_store, tmp_path):
-    """`skipview submit` ships this checkout to the head's job server; the job trains across both nodes."""
-    from prepared_data import write_training_data
-
-    ray_cluster, _ = cluster
-    tracking_uri = tracking_server
-    wait_for(f"{ray_cluster.dashboard}/api/version", "the head's dashboard")
-    corpus, wordvecs = write_training_data(tmp_path / "data")
-    command = [sys.executable, "-m", "skipview.platform.cli", "submit", "--address", ray_cluster.dashboard,
-               "--env", f"MLFLOW_TRACKING_URI={tracking_uri}", "--", "train", "--objective", "tiny_objective:build",
-               "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--storage", f"s3://{BUCKET}/submit",
-               "--name", "submitted", "--workers", "2", "--experiment", "multinode-submit",
-               "--set", "max_steps=4", "--set", "checkpoint_every=2", "--set", "batch_size=8",
-               "--set", "postprocessing_sentences=50"]
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0 and "SUCCEEDED" in output, output[-4000:]
-    client = store.client(tracking_uri)
-    runs = client.search_runs([client.get_experiment_by_name("multinode-submit").experiment_id])
-    keys = object_keys(object_store, "submit/submitted/")
+def test_submit_runs_a_training_job_on_the_cluster(submitted_run, tracking_server, object_store):
+    """`skipview submit` ships this checkout to the head's job server; the job trains across both nodes (the run
+    of ``submitted_run``, which the killed-worker test examines too)."""
+    output = submitted_run.output
+    assert submitted_run.status == 0 and "SUCCEEDED" in output, output[-4000:]
+    client = store.client(tracking_server)
+    runs = client.search_runs([client.get_experiment_by_name("multinode").experiment_id])
+    keys = object_keys(object_store, "runs/multinode/")
     print("\n--- submitted job ---", next(line for line in output.splitlines() if "submitted job" in line),
           f"MLflow run {runs[0].info.run_id} {runs[0].info.status}, worker nodes {runs[0].data.tags.get('skipview.worker_nodes')}",
-          f"object store: {len(keys)} keys under s3://{BUCKET}/submit/submitted/", sep="\n")
+          f"object store: {len(keys)} keys under s3://{BUCKET}/runs/multinode/", sep="\n")
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert len(set(runs[0].data.tags["skipview.worker_nodes"].split())) == 2
     assert any(k.endswith("/model/config.json") for k in keys)
@@ -311,14 +316,17 @@ def test_a_node_taken_away_mid_run_fails_in_one_line_and_the_run_resumes_when_it
                              text=True)
     # Past step 25 is not enough: the step-20 checkpoint counts once Ray's controller has registered it in the
     # snapshot it keeps in the object store (on a loaded machine that lags the workers by several steps).
-    deadline, registered = time.time() + 600, set()
-    while len(registered) < 2 or int(calls_file.read_text() or 0) < 25:
+    deadline, registered, step = time.time() + 600, set(), 0
+    while len(registered) < 2 or step < 25:
         assert first.poll() is None and time.time() < deadline, first.communicate()[0][-3000:]
         registered |= registered_checkpoints(object_store, "runs/node-lost")
+        if calls_file.exists():
+            step = int(calls_file.read_text() or step)          # empty: caught mid-rewrite
         time.sleep(0.2)
     worker_node = next(iter(ray_cluster.worker_nodes))
     ray_cluster.remove_node(worker_node, allow_graceful=True)           # SIGTERM to its raylet and workers
-    lost_at = int(calls_file.read_text())
+    # the step read before: rank 0 may have run on that node, its file left empty by a SIGTERM mid-rewrite
+    lost_at = step
     output = first.communicate(timeout=600)[0]
     lines = [line for line in output.splitlines() if line.strip()]
     assert first.returncode == 1, output[-3000:]

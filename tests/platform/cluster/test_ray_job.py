@@ -1,5 +1,5 @@
-"""A training submitted with plain `ray job submit --working-dir .`, as the README shows it, against a Ray head and an
-MLflow server on 127.0.0.1 (both started here). Ray runs the job in its temporary copy of the working directory
+"""A training submitted with plain `ray job submit --working-dir .`, as the README shows it, against a Ray head (started
+here) and an MLflow server (conftest.py) on 127.0.0.1. Ray runs the job in its temporary copy of the working directory
 (``session_*/runtime_resources/working_dir_files/_ray_pkg_*``): with the run's record in an MLflow server and its
 checkpoints at an absolute path the run outlives Ray's temporary files; the defaults, a relative ``./mlflow.db`` and
 ``--storage runs``, would be written into that copy and vanish, so each is refused in one line that says what to
@@ -23,7 +23,6 @@ import pytest
 from ray_head import PYTHON_BIN, Head, ray_head
 
 from skipview.platform.tracking import store
-from skipview.platform.studies.screenshot import mlflow_server
 
 
 @dataclass
@@ -38,8 +37,9 @@ class JobCluster:
 
 
 @pytest.fixture(scope="module")
-def job_cluster(tmp_path_factory):
-    """A Ray head with its own temporary folder (deleted by the last test) and an MLflow server of its own."""
+def job_cluster(tracking_server, tmp_path_factory):
+    """A Ray head with its own temporary folder (deleted by the last test), and the test process's MLflow server
+    (conftest.py; this file's runs go to its experiment ``ray-job``)."""
     from prepared_data import write_training_data
 
     root = tmp_path_factory.mktemp("ray-job")
@@ -51,12 +51,10 @@ def job_cluster(tmp_path_factory):
     env.update(HOME=str(home), PATH=PYTHON_BIN + os.pathsep + env.get("PATH", ""), RAY_USAGE_STATS_ENABLED="0")
     temp_dir = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))       # short: Ray's socket paths live under it
     data = write_training_data(root / "data")
-    with ExitStack() as server, ExitStack() as head_stack:
+    with ExitStack() as head_stack:
         try:
-            tracking = server.enter_context(mlflow_server(f"sqlite:///{root}/server.db", timeout_s=900,
-                                                          artifacts=root / "artifacts"))
             head = head_stack.enter_context(ray_head(env, cpus=2, temp_dir=temp_dir))
-            yield JobCluster(head, tracking, temp_dir, head_stack.close, env, root, data)
+            yield JobCluster(head, tracking_server, temp_dir, head_stack.close, env, root, data)
         finally:
             head_stack.close()
             shutil.rmtree(temp_dir, ignore_errors=True)
