@@ -13,6 +13,8 @@ import time
 import pytest
 from ray_head import driver_error
 
+from skipview.platform.training import driver
+
 WAIT_S = 5                  # the claim (it waits the time given, then fails) holds at any wait: a short one
 
 
@@ -21,10 +23,9 @@ def test_a_worker_group_larger_than_the_cluster_waits_then_fails_in_one_line(ray
     corpus, wordvecs = tiny_data
     # the test process's own HOME and RAY_TMPDIR (tests/conftest.py): the command finds its Ray's token there
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    # that Ray's node is 127.0.0.1 (driver.loopback_node_ip); a driver joining it looks for the raylet of its own
-    # node at the machine's address unless Ray's Windows/macOS switch makes it use the loopback address too (without
-    # it, `ray.init` waits for a raylet at the machine's address without end)
-    env.update(MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path}/mlflow.db", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    # that Ray listens on 127.0.0.1 only: the address is given by --address here, the loopback switch as
+    # ray_join_env gives it (tests/conftest.py: without it `ray.init` waits for a raylet at the machine's address)
+    env.update(MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path}/mlflow.db", **driver.LOOPBACK_ONLY)
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "skipview.platform.cli", "train", "--objective", "disc",
                            "--corpus", str(corpus), "--wordvecs", str(wordvecs), "--address", ray_address,
