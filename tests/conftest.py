@@ -71,6 +71,14 @@ def ray_join_env(ray_address) -> dict[str, str]:
     return {"RAY_ADDRESS": ray_address, **driver.LOOPBACK_ONLY}
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one test process per core, plus one. On an idle machine two processes kept the two cores only
+    69 % busy (the suite's every process counted by benchmarks/cpu_groups.py: 2,404 CPU s in 28.8 min): the rest is
+    waiting on Ray's starts, servers and stopped commands, which a third process fills. ``--maxprocesses`` in
+    pyproject.toml caps it."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Test files with end-to-end (``slow``) tests first, each file's tests in their written order: run side by side,
     the long files start at once instead of trailing behind the short ones."""
