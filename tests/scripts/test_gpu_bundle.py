@@ -240,7 +240,8 @@ def test_toy_bundle_builds_and_the_runner_trains_and_evaluates_offline(tmp_path)
     assert (out / "summary.json").exists(), result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     # a failed phase's cause is in the logs of what it ran (a study's, a training's), not in the runner's stderr
-    logs = "".join(f"\n--- {log}\n{log.read_text(errors='replace')[-3000:]}" for log in sorted([*out.glob("*.log"), *work.rglob("*.log")]))
+    logs = "".join(f"\n--- {log}\n{log.read_text(errors='replace')[-3000:]}"
+                   for log in sorted([*out.glob("*.log"), *work.rglob("*.log")]))
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:], summary["phases"], logs)
 
     # what comes back from the GPU machine: OUT flat, eight files at most
