@@ -256,8 +256,14 @@ LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 # GCS's actor table answers, not the task events. Left alone: the workers' own timers (an idle actor costs 0.23 s a
 # minute; a 10x slower internal heartbeat and raylet check and no event stats saved 0.01-0.02), usage stats (which
 # ray.init already turns off) and the autoscaler monitor and log monitor processes (ray.init has no switch for them).
+# Nor does a local head start idle Python workers when its driver connects: Ray prestarts one per CPU for the tasks
+# a driver may send, but skipview sends none and each of a run's actors starts a process of its own, so they only
+# wait (about 1 CPU s each to start, 0.3-0.8 CPU s a minute idle). Without them an idle head of 2 CPUs took 1.7 CPU s
+# a minute instead of 2.6, and a `skipview train` of the tests' size (tests/platform/training/test_together.py's
+# command) 31.6 CPU s instead of 32.8 in all, Ray's processes included (medians of 4 alternated pairs, each run's
+# process tree counted by a cpuacct group, on the 2-core AMD EPYC beside two trainings).
 LOCAL_HEAD_CONFIG = {"enable_metrics_collection": False, "task_events_report_interval_ms": 0,
-                     "debug_dump_period_milliseconds": 0}
+                     "debug_dump_period_milliseconds": 0, "prestart_worker_first_driver": False}
 # Read by Ray's Python processes when they start. The log monitor, which forwards the workers' output to the
 # driver, globs the log folder for new files every 0.1 s until there are 1000 of them; from the threshold 0 on it
 # globs every LOG_NAME_UPDATE_INTERVAL_S, and a new worker's file, read from its start, is merely found up to 5 s
