@@ -98,11 +98,14 @@ def heldout(
                                                help="MLflow store of the run, where its settings are (default "
                                                     "./mlflow.db)"),
     threads: int = typer.Option(1, min=1, help="torch threads (one leaves the other cores to the trainings)"),
+    again: bool = typer.Option(False, "--again", help="measure every checkpoint, also those whose records --out "
+                                                      "already holds from an earlier call on this run and corpus"),
 ) -> None:
     """Next- and previous-sentence perplexity on a held-out corpus of every checkpoint a skip-thought run keeps, as
     its training objective defines it (whole corpus, teacher forcing, full softmax), and issue 57's plateau rule
     over its half-epoch checkpoints: three epochs, then on to at most five while the next-sentence perplexity
-    improves by more than 1 % per half epoch. Prints a line per checkpoint, then whether to train on."""
+    improves by more than 1 % per half epoch. Prints a line per checkpoint, then whether to train on. A checkpoint
+    that --out already holds from an earlier call on the same run and corpus is not measured again (--again does)."""
     import torch
 
     from skipview.platform.tracking import store
@@ -110,10 +113,12 @@ def heldout(
 
     torch.set_num_threads(threads)
     heldout_run = HeldOutRun.open(run_folder, corpus, tracking_uri or store.tracking_uri())
+    before = heldout_run.measured_before(out) if out is not None and not again else {}
     records = []
     for folder in heldout_run.run.checkpoints:
-        records.append(heldout_run.evaluate(folder))
-        typer.echo(describe(records[-1]))
+        kept = before.get(folder.name)
+        records.append(kept or heldout_run.evaluate(folder))
+        typer.echo(describe(records[-1]) + (f" (measured before, kept from {out})" if kept else ""))
     report = heldout_run.report(records)
     if out is not None:
         write_json_aside(out, report)

@@ -82,6 +82,40 @@ def test_each_kept_checkpoint_s_perplexity_is_the_word_by_word_one_and_the_recor
     assert len(printed) == 5 and printed[-1] == f"st-tiny: {report['plateau']['line']}"
 
 
+def test_a_later_call_measures_only_the_checkpoints_its_out_file_does_not_hold(skipthought_run, tmp_path, capsys):
+    out = tmp_path / "heldout.json"
+    command = ["heldout", str(skipthought_run.folder), "--corpus", str(skipthought_run.heldout), "--out", str(out),
+               "--tracking-uri", skipthought_run.uri]
+
+    def call(*extra: str) -> tuple[list[dict], list[bool]]:
+        """The records written, and for each checkpoint's line whether it was kept rather than measured."""
+        assert run([*command, *extra]) == 0
+        lines = capsys.readouterr().out.splitlines()[:-1]
+        if lines[-1].startswith("records written"):
+            lines = lines[:-1]
+        return json.loads(out.read_text())["records"], [line.endswith(f"kept from {out})") for line in lines]
+
+    records, kept = call()
+    assert kept == [False] * 3
+    report = json.loads(out.read_text())
+    # the checkpoint written since (here: its record dropped) is measured; the others are kept as they were
+    out.write_text(json.dumps({**report, "records": records[:2]}))
+    again, kept = call()
+    assert kept == [True, True, False]
+    assert again[:2] == records[:2]
+    assert again[2]["perplexity_next"] == pytest.approx(records[2]["perplexity_next"], rel=1e-9)
+    # --again, or a file of another run, measures every one
+    assert call("--again")[1] == [False] * 3
+    out.write_text(json.dumps({**report, "mlflow_run_id": "another-run"}))
+    assert call()[1] == [False] * 3
+    out.write_text("{not json")
+    assert run(command) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {out}: not the JSON of an earlier `skipview heldout --out` (Expecting "
+                           "property name enclosed in double quotes: line 1 column 2 (char 1)); remove it, or give "
+                           "another --out")
+
+
 @pytest.mark.parametrize("points,decision,epochs", [
     ([], "continue", 3),
     ([(1, 300.0), (2, 250.0)], "continue", 3),                  # before three epochs the rule does not judge
