@@ -197,11 +197,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             checkpoint_due = not done and (stopped or progress.step % settings.checkpoint_every == 0)
             if progress.step % settings.log_every == 0 or checkpoint_due or done:
                 # every rank reads at the same steps, and always before a checkpoint
-                last_loss = close_window(window, tracker, out, training.scheduler.get_last_lr()[0], world_size,
-                                         overflow_is_skipped=training.scaler is not None)
+                last_loss = log_window(window, training, tracker, out, reporter, progress.step)
                 window = Window(progress.step)
-                if reporter is not None:
-                    reporter.report(progress.step, last_loss)
             if checkpoint_due:
                 report(training, tracker, progress, {"loss": last_loss, STOPPED_METRIC: float(stopped)},
                        run_key=config["run_key"])
@@ -213,6 +210,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                                  f"{world_size} workers; use a smaller batch_size or fewer workers")
             progress.epoch += 1
             progress.batch = 0
+            if finished(progress, settings) and window.first_step <= progress.step:
+                # the last epoch ended between two logs (its last batch is known only once the epoch is over): its
+                # last steps are logged too, and the final checkpoint's step ends a window (its hours trained)
+                last_loss = log_window(window, training, tracker, out, reporter, progress.step)
     preemption.close()
     log.info("rank %d: %d steps in %.2f s (checkpoints included)%s", rank, progress.step - first_step,
              time.perf_counter() - clock.marks[-1][1], "; stopped as asked" if stopped else "")
@@ -225,6 +226,16 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     final.update(evaluated)
     report(training, tracker, progress, final, run_key=config["run_key"], final_model=model_dir)
     tracker.finish("FINISHED")
+
+
+def log_window(window: Window, training: Training, tracker: Tracker, out: ObjectiveOutput, reporter: Reporter | None,
+               step: int) -> float:
+    """The window's steps logged (one all-reduce, on every rank at the same step) and shown; its last loss."""
+    loss = close_window(window, tracker, out, training.scheduler.get_last_lr()[0], training.world_size,
+                        overflow_is_skipped=training.scaler is not None)
+    if reporter is not None:
+        reporter.report(step, loss)
+    return loss
 
 
 @dataclass

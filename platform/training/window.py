@@ -65,8 +65,10 @@ def close_window(window: Window, tracker: Tracker, out: ObjectiveOutput, lr: flo
         stop_diverged(tracker, window.first_step + good, *per_step[good])
     if tracker.client is not None:
         elapsed = max(time.perf_counter() - window.start, 1e-9)
-        # the objective's own metrics are rank 0's, of the window's last step; the rest are over all ranks
-        values = {k: float(v.detach()) for k, v in out.metrics.items()}
+        # the objective's own metrics are rank 0's, of the window's last step; the rest are over all ranks. Its
+        # "loss" (rank 0's) is not logged: every step's loss over all ranks is, above, and a second value at the
+        # window's last step would make the loss curve step back and forth there
+        values = {k: float(v.detach()) for k, v in out.metrics.items() if k not in ("loss", "grad_norm")}
         values.update({"lr": lr, "sentences_per_s": sentences / elapsed, "tokens_per_s": tokens / elapsed})
         tracker.metrics(values, window.first_step + len(per_step) - 1)
     return float(per_step[-1, 0])

@@ -41,19 +41,33 @@ def test_registered_objective_trains_with_two_workers(ray_session, tmp_path, obj
     if with_sts and not STS14.is_dir():
         pytest.skip(f"SentEval data not found at {SENTEVAL}")
     corpus, wordvecs = write_training_data(tmp_path / "data", words=sts14_words() if with_sts else 60)
+    # skip-thought's runs end by epochs (issue 57's trainings), here between two logs and two checkpoints of its
+    # 20 steps; the others by steps
+    budget = ({"epochs": 1, "max_steps": None, "log_every": 3, "checkpoint_every": 6} if objective == "skipthought"
+              else {"max_steps": 8, "checkpoint_every": 4})
     settings = TrainSettings(objective=objective, objective_settings=objective_settings, corpus=str(corpus),
-                             wordvecs=str(wordvecs), batch_size=16, max_steps=8, checkpoint_every=4,
-                             precision=precision,
-                             postprocessing_sentences=100, senteval_dir=str(SENTEVAL) if with_sts else None)
+                             wordvecs=str(wordvecs), batch_size=16, precision=precision,
+                             postprocessing_sentences=100, senteval_dir=str(SENTEVAL) if with_sts else None,
+                             **budget)
     run = RunSettings(name=objective, storage=str(tmp_path / "runs"), workers=2, keep_checkpoints=1,
                       tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", output=str(tmp_path / "model"))
     outcome = driver.train(settings, run)
-    assert outcome.metrics["step"] == 8 and outcome.metrics["ddp_parameters_equal"] == 1.0
+    steps = outcome.metrics["step"]
+    assert outcome.metrics["ddp_parameters_equal"] == 1.0
     assert (tmp_path / "model" / "config.json").is_file()
+    client = store.client(run.tracking_uri)
+    # each step's loss once: the mean over the ranks (not also rank 0's, which the objectives report)
+    assert sorted(m.step for m in client.get_metric_history(outcome.mlflow_run_id, "loss")) == list(
+        range(1, steps + 1))
+    if objective == "skipthought":
+        assert outcome.metrics["epoch"] == 1 and steps % settings.log_every and steps % settings.checkpoint_every
+        # the epoch's last steps are logged too, and the final checkpoint's step ends a throughput window (its hours)
+        assert max(m.step for m in client.get_metric_history(outcome.mlflow_run_id, "sentences_per_s")) == steps
+    else:
+        assert steps == 8
     if not with_sts:
         return
     assert math.isfinite(outcome.metrics["sts14"])
-    client = store.client(run.tracking_uri)
     for curve in ("sts14", "sts14/f", "sts14/g"):     # the ensemble's and each view's learning curve
         assert sorted(m.step for m in client.get_metric_history(outcome.mlflow_run_id, curve)) == [0, 4, 8]
     # Ray hears only the ensemble's score (what checkpoints and ASHA rank by); the views' are MLflow's
