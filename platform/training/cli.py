@@ -117,7 +117,7 @@ def heldout(
     records = []
     for folder in heldout_run.run.checkpoints:
         kept = before.get(folder.name)
-        records.append(kept or heldout_run.evaluate(folder))
+        records.append(heldout_run.with_hours(kept) if kept else heldout_run.evaluate(folder))
         typer.echo(describe(records[-1]) + (f" (measured before, kept from {out})" if kept else ""))
     report = heldout_run.report(records)
     if out is not None:

@@ -6,8 +6,7 @@ Where each figure comes from. The run, its kept checkpoints and the settings its
 ``max_len``, ``batch_size``, ``checkpoint_every``. The perplexity is the training objective's own, on the held-out
 corpus (``models/skipthought/perplexity.py``). The sentences read are step x batch size x workers (a checkpoint holds
 one RNG file per worker), as the loop reports them to Ray. The hours trained are the loop's throughput windows
-summed up to the checkpoint's step (``store.trained_hours``); a checkpoint whose step ends no logged window gets
-none.
+summed up to the checkpoint's step (``store.trained_hours``, ``hours_at``).
 
 The plateau rule: three epochs, and on to at most five while the held-out next-sentence perplexity still improves
 by more than 1 % per half epoch. It reads the checkpoints at a half-epoch boundary only: the periodic ones, every
@@ -84,6 +83,22 @@ def half_epochs(progress: ckpt.Progress, checkpoint_every: int) -> int | None:
     return None
 
 
+def hours_at(hours: dict[int, float], step: int, log_every: int) -> float | None:
+    """Hours trained at ``step`` from the hours at each throughput window's end (``store.trained_hours``): a
+    window's own where one ends at ``step``; else, fewer than ``log_every`` steps past the last window before it,
+    that window's hours plus the steps since at its pace. A run that ended by epochs before 83e8176 left its last
+    few steps unlogged (issue 57's seed-0 runs, 3 steps at 3 epochs). Else none."""
+    if step in hours:
+        return hours[step]
+    ends = sorted(end for end in hours if end < step)
+    if not ends or step - ends[-1] >= log_every:
+        return None
+    last = ends[-1]
+    previous = ends[-2] if len(ends) > 1 else 0
+    pace = (hours[last] - hours.get(previous, 0.0)) / (last - previous)
+    return hours[last] + (step - last) * pace
+
+
 def check_heldout(heldout: PreparedCorpus, training: PreparedCorpus) -> None:
     """Refuse a held-out corpus that is not read in the training corpus's words, or that may hold its documents."""
     meta = heldout.path / "meta.json"
@@ -150,9 +165,13 @@ class HeldOutRun:
                   "examples": nll.examples, "tokens_next": nll.tokens["next"],
                   "tokens_previous": nll.tokens["previous"], "seconds": round(time.perf_counter() - wall, 1),
                   "cpu_seconds": round(time.process_time() - cpu, 1)}
-        if step.step in self.hours:
-            record["train_hours"] = self.hours[step.step]
-        return record
+        return self.with_hours(record)
+
+    def with_hours(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record with its hours trained as the run's throughput windows give them (``hours_at``); also for a
+        record kept from an earlier call, which may have been measured without them."""
+        hours = hours_at(self.hours, record["step"], self.run.settings.log_every)
+        return {**record, "train_hours": hours} if hours is not None else record
 
     def measured_before(self, out: Path) -> dict[str, dict[str, Any]]:
         """The records that an earlier ``--out`` file holds for this run on this corpus, by checkpoint. A kept

@@ -18,7 +18,7 @@ from skipview.models.registry import build_objective
 from skipview.models.vocab import BOS_ID, EOS_ID, UNK_ID
 from skipview.platform.cli import run
 from skipview.platform.training import checkpoint as ckpt
-from skipview.platform.training.heldout import half_epochs, plateau
+from skipview.platform.training.heldout import half_epochs, hours_at, plateau
 from skipview.platform.training.run_folder import SNAPSHOT
 
 def word_by_word(objective, training_vocab, documents) -> dict[str, float]:
@@ -139,6 +139,15 @@ def test_a_stop_signal_s_checkpoint_is_no_half_epoch_point():
     assert half_epochs(ckpt.Progress(step=4405, batch=4405), every) is None                  # stopped past it
     assert half_epochs(ckpt.Progress(step=8762, epoch=1, batch=1), every) == 2              # a stop exactly at one
     assert half_epochs(ckpt.Progress(step=26283, epoch=3, batch=0), every) == 6             # three epochs over
+
+
+def test_a_checkpoint_a_few_steps_past_the_last_throughput_window_has_its_hours_at_that_window_s_pace():
+    hours = {10: 1.0, 20: 1.5}                  # hours at each window's end: 0.1 h a step, then 0.05
+    assert hours_at(hours, 20, log_every=10) == 1.5
+    assert hours_at(hours, 23, log_every=10) == pytest.approx(1.65)         # a run's last steps left unlogged
+    assert hours_at({10: 1.0}, 12, log_every=10) == pytest.approx(1.2)
+    assert hours_at(hours, 30, log_every=10) is None         # a whole window unlogged: not the loop's gap
+    assert hours_at({}, 5, log_every=10) is None
 
 
 def test_bad_input_is_one_line_naming_the_file_and_writes_nothing(skipthought_run, tmp_path, capsys):
