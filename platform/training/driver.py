@@ -218,24 +218,43 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
         ray.init(address=address, log_to_driver=log_to_driver)
         stopping.reinstall()
         return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     ensure_private_token()          # before ray.init, which would otherwise write it readable by every user
     # Ray's processes are started by ray.init and inherit the environment then (the watchdog's mark included); the
     # caller's is left as it was
     mark = watchdog.marked(os.getpid())
-    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY, **LOCAL_HEAD_ENV, **mark}), \
-            loopback_node_ip():
+    for attempt in range(1, LOCAL_START_TRIES + 1):
         try:
-            ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
-                     dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver,
-                     _system_config=LOCAL_HEAD_CONFIG)
-        except BaseException:           # a stop while Ray starts: the processes it had started go with it
+            start_local(cpus, log_to_driver, mark)
+            break
+        except BaseException as error:      # a stop while Ray starts too: the processes it had started go with it
             ray.shutdown()
-            raise
+            watchdog.end(watchdog.local_ray(mark[watchdog.MARK]))
+            if attempt == LOCAL_START_TRIES or LOCAL_START_TIMEOUT not in str(error):
+                raise
+            log.warning("the local Ray did not start (%s); starting it again (try %d of %d)", error, attempt + 1,
+                        LOCAL_START_TRIES)
     watchdog.start(os.getpid(), mark)
     stopping.reinstall()            # over the C++ SIGTERM handler ray.init installs (it aborts the process in 3 s)
+
+
+# Ray 2.60 waits a fixed 30 s for a new node's raylet to register with its GCS (ray/_private/node.py), then raises
+# this. On two cores busy with other Rays starting (the test suite's slowest minute) the GCS's own reply timed out
+# after 45 s: a start on a busy machine, which a second try passes, not a broken Ray.
+LOCAL_START_TIMEOUT = "The current node timed out during startup"
+LOCAL_START_TRIES = 3
+
+
+def start_local(cpus: int | None, log_to_driver: bool, mark: dict[str, str]) -> None:
+    import ray
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with environment({STATE_API_ENV: f"http://127.0.0.1:{port}", **LOOPBACK_ONLY, **LOCAL_HEAD_ENV, **mark}), \
+            loopback_node_ip():
+        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), include_dashboard=True,
+                 dashboard_host="127.0.0.1", dashboard_port=port, log_to_driver=log_to_driver,
+                 _system_config=LOCAL_HEAD_CONFIG)
 
 
 # A local Ray serves one user's run on one machine, so nothing of it should be reachable from the network. Ray 2.60

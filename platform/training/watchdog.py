@@ -77,7 +77,24 @@ def watch(driver_pid: int, mark_value: str) -> None:
             driver.wait(timeout=POLL_S)     # returns as soon as the driver is gone: a stopped command's watchdog
         except (psutil.NoSuchProcess, psutil.TimeoutExpired):       # leaves with it
             continue
-    left = [p for p in {*family, *carrying(mark_value)} if alive(p)]
+    end([*family, *carrying(mark_value)])
+
+
+def local_ray(mark_value: str) -> list[psutil.Process]:
+    """The processes carrying the mark and their descendants (Ray's agents, which start with a cleaned environment),
+    as of now: a local Ray that failed to start. Not the driver's other children (a test's servers, say)."""
+    found = carrying(mark_value)
+    for process in list(found):
+        try:
+            found += process.children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def end(processes: list[psutil.Process]) -> None:
+    """SIGTERM to those still running, SIGKILL to those still running ``GRACE_S`` later."""
+    left = [p for p in set(processes) if alive(p)]
     for process in left:
         try:
             process.terminate()
