@@ -280,7 +280,7 @@ LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 # wait (about 1 CPU s each to start, 0.3-0.8 CPU s a minute idle). Without them an idle head of 2 CPUs took 1.7 CPU s
 # a minute instead of 2.6, and a `skipview train` of the tests' size (tests/platform/training/test_together.py's
 # command) 31.6 CPU s instead of 32.8 in all, Ray's processes included (medians of 4 alternated pairs, each run's
-# process tree counted by a cpuacct group, on the 2-core AMD EPYC beside two trainings).
+# process tree counted by a cpuacct group, on the 2-core AMD EPYC with native bf16, beside two trainings).
 LOCAL_HEAD_CONFIG = {"enable_metrics_collection": False, "task_events_report_interval_ms": 0,
                      "debug_dump_period_milliseconds": 0, "prestart_worker_first_driver": False}
 # Read by Ray's Python processes when they start. The log monitor, which forwards the workers' output to the
