@@ -229,18 +229,25 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
         except BaseException as error:      # a stop while Ray starts too: the processes it had started go with it
             ray.shutdown()
             watchdog.end(watchdog.local_ray(mark[watchdog.MARK]))
-            if attempt == LOCAL_START_TRIES or LOCAL_START_TIMEOUT not in str(error):
+            expired = [wait for message, wait in LOCAL_START_WAITS.items() if message in str(error)]
+            if attempt == LOCAL_START_TRIES or not expired:
                 raise
-            log.warning("the local Ray did not start (%s); starting it again (try %d of %d)", error, attempt + 1,
+            log.warning("the local Ray did not start: %s; starting it again (try %d of %d)", expired[0], attempt + 1,
                         LOCAL_START_TRIES)
     watchdog.start(os.getpid(), mark)
     stopping.reinstall()            # over the C++ SIGTERM handler ray.init installs (it aborts the process in 3 s)
 
 
-# Ray 2.60 waits a fixed 30 s for a new node's raylet to register with its GCS (ray/_private/node.py), then raises
-# this. On two cores busy with other Rays starting (the test suite's slowest minute) the GCS's own reply timed out
-# after 45 s: a start on a busy machine, which a second try passes, not a broken Ray.
-LOCAL_START_TIMEOUT = "The current node timed out during startup"
+# Ray 2.60 waits fixed times for a new node's processes and then raises, with these words: 30 s for the raylet to
+# register with its GCS (ray/_private/node.py), and 60 s for the dashboard to publish its address
+# (ray/_private/services.py; its variable RAY_DASHBOARD_STARTUP_TIMEOUT_S is read once, when Ray is imported). On two
+# cores busy with other Rays starting (the test suite's slowest minute) the GCS's own reply timed out after 45 s, and
+# the dashboard, its nine module processes started, had not published its address after 69 s: starts on a busy
+# machine, which a second try passes, not a broken Ray. A dashboard that ended instead fails every try alike, and the
+# last try's error is raised.
+LOCAL_START_WAITS = {"The current node timed out during startup": "its raylet did not register within Ray's 30 s",
+                     "(it contains the error message from the dashboard)":
+                         "its dashboard did not come up within Ray's 60 s"}
 LOCAL_START_TRIES = 3
 
 

@@ -98,27 +98,33 @@ def test_local_ray_runs_with_a_token_that_was_private_from_the_start(tmp_path):
 
 @pytest.mark.slow
 def test_a_local_ray_that_times_out_starting_is_ended_and_started_again(tmp_path):
-    """Ray's fixed 30 s wait for its raylet (a machine busy starting other Rays) fails a start that a second try
-    passes: the first try's processes are ended, not left beside the second's. The timeout is injected after the
-    first node has really started, as Ray raises it once its processes run."""
+    """Ray's fixed waits for its raylet (30 s) and its dashboard (60 s) fail starts on a machine busy starting other
+    Rays that a later try passes: each failed try's processes are ended, not left beside the next's. The timeouts are
+    injected, the raylet's then the dashboard's, after each node has really started, as Ray raises them once its
+    processes run; the error text is Ray's own."""
     script = ("import os, ray\n"
               "from ray._private import node\n"
               "from skipview.platform.training import driver, watchdog\n"
               "real, tries = node.Node.__init__, []\n"
-              "def first_times_out(self, *args, **kwargs):\n"
+              "timeouts = ['The current node timed out during startup. This could happen because ...',\n"
+              "            '\\nThe last 20 lines of /tmp/ray/session_x/logs/dashboard.log (it contains the error message'\n"
+              "            ' from the dashboard): \\n...']\n"
+              "def times_out_twice(self, *args, **kwargs):\n"
               "    tries.append(self)\n"
               "    real(self, *args, **kwargs)\n"
-              "    if len(tries) == 1:\n"
-              "        raise Exception(driver.LOCAL_START_TIMEOUT + '. This could happen because ...')\n"
-              "node.Node.__init__ = first_times_out\n"
+              "    if len(tries) <= len(timeouts):\n"
+              "        raise Exception(timeouts[len(tries) - 1])\n"
+              "node.Node.__init__ = times_out_twice\n"
               "driver.connect('local', cpus=1, log_to_driver=False)\n"
               "ours = watchdog.local_ray(watchdog.marked(os.getpid())[watchdog.MARK])\n"
               "print(len(tries), ray.get(ray.remote(lambda: 'answered').remote()),"
               " sorted(p.name() for p in ours).count('gcs_server'))\n")
     done = in_fresh_home(script, tmp_path)
-    assert done.stdout.split() == ["2", "answered", "1"], done.stdout + done.stderr[-3000:]
-    assert "the local Ray did not start (The current node timed out during startup" in done.stderr
-    assert "starting it again (try 2 of 3)" in done.stderr
+    assert done.stdout.split() == ["3", "answered", "1"], done.stdout + done.stderr[-3000:]
+    assert ("the local Ray did not start: its raylet did not register within Ray's 30 s; starting it again "
+            "(try 2 of 3)") in done.stderr
+    assert ("the local Ray did not start: its dashboard did not come up within Ray's 60 s; starting it again "
+            "(try 3 of 3)") in done.stderr
 
 
 def test_an_existing_token_is_kept(tmp_path, monkeypatch):
