@@ -9,6 +9,7 @@ clear error, and copies the final model directory out of the last checkpoint.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import secrets
@@ -235,7 +236,22 @@ def start_or_join(address: str | None, cpus: int | None, log_to_driver: bool) ->
             log.warning("the local Ray did not start: %s; starting it again (try %d of %d)", expired[0], attempt + 1,
                         LOCAL_START_TRIES)
     watchdog.start(os.getpid(), mark)
+    atexit.register(end_local_ray, mark[watchdog.MARK])     # before Ray's own (registered when Ray was imported)
     stopping.reinstall()            # over the C++ SIGTERM handler ray.init installs (it aborts the process in 3 s)
+
+
+def end_local_ray(mark_value: str) -> None:
+    """At the driver's exit, its local Ray ended before the driver goes: Ray's shutdown, waited on, then what it
+    leaves (its dashboard and runtime-env agents can outlive their raylet; ``watchdog``'s docstring), listed before
+    the shutdown while they are still the raylet's children. So a command's exit leaves nothing of its Ray, however
+    loaded the machine: the watchdog, which ends the rest once the driver is gone, was 3 s late for the runtime-env
+    agent of a command stopped in the idle test suite's busiest minute. It stays for a driver killed outright, which
+    runs no exit handler."""
+    import ray
+
+    processes = watchdog.local_ray(mark_value)
+    ray.shutdown(wait_for_processes=True)
+    watchdog.end(processes + watchdog.local_ray(mark_value))
 
 
 # Ray 2.60 waits fixed times for a new node's processes and then raises, with these words: 30 s for the raylet to

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from skipview.platform.cluster.auth import ensure_private_token
@@ -72,7 +73,6 @@ def test_local_ray_answers_the_state_api_inside_its_processes(ray_session):
         time.sleep(0.5)
 
 
-@pytest.mark.slow
 def in_fresh_home(script: str, home: Path) -> subprocess.CompletedProcess:
     """``script`` run by Python with ``home`` as HOME and no RAY_ variable of the test process: a new user's local
     Ray, started by ``driver.connect``; it must exit 0."""
@@ -83,6 +83,7 @@ def in_fresh_home(script: str, home: Path) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow
 def test_local_ray_runs_with_a_token_that_was_private_from_the_start(tmp_path):
     """A fresh home: the token is created 0600 before Ray starts, and the cluster authenticates with it."""
     script = ("import ray, stat\n"
@@ -97,12 +98,14 @@ def test_local_ray_runs_with_a_token_that_was_private_from_the_start(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_local_ray_that_times_out_starting_is_ended_and_started_again(tmp_path):
+def test_a_local_ray_that_times_out_starting_is_ended_and_started_again_and_ends_before_its_driver(tmp_path):
     """Ray's fixed waits for its raylet (30 s) and its dashboard (60 s) fail starts on a machine busy starting other
     Rays that a later try passes: each failed try's processes are ended, not left beside the next's. The timeouts are
     injected, the raylet's then the dashboard's, after each node has really started, as Ray raises them once its
-    processes run; the error text is Ray's own."""
-    script = ("import os, ray\n"
+    processes run; the error text is Ray's own. And the Ray that started is gone when its driver has exited, agents
+    included, with its runtime-env agent stopped (SIGSTOP) as one on a busy machine is slow to leave: no process of it
+    is left for the watchdog to end later."""
+    script = ("import os, ray, signal\n"
               "from ray._private import node\n"
               "from skipview.platform.training import driver, watchdog\n"
               "real, tries = node.Node.__init__, []\n"
@@ -118,13 +121,27 @@ def test_a_local_ray_that_times_out_starting_is_ended_and_started_again(tmp_path
               "driver.connect('local', cpus=1, log_to_driver=False)\n"
               "ours = watchdog.local_ray(watchdog.marked(os.getpid())[watchdog.MARK])\n"
               "print(len(tries), ray.get(ray.remote(lambda: 'answered').remote()),"
-              " sorted(p.name() for p in ours).count('gcs_server'))\n")
+              " sorted(p.name() for p in ours).count('gcs_server'))\n"
+              "print(*(f'{p.pid}@{p.create_time()}' for p in ours))\n"
+              "agent = next(p for p in ours if p.name() == 'ray::RuntimeEnvAgent')\n"
+              "os.kill(agent.pid, signal.SIGSTOP)\n")
     done = in_fresh_home(script, tmp_path)
-    assert done.stdout.split() == ["3", "answered", "1"], done.stdout + done.stderr[-3000:]
+    outcome, processes = done.stdout.splitlines()[-2:]
+    assert outcome.split() == ["3", "answered", "1"], done.stdout + done.stderr[-3000:]
     assert ("the local Ray did not start: its raylet did not register within Ray's 30 s; starting it again "
             "(try 2 of 3)") in done.stderr
     assert ("the local Ray did not start: its dashboard did not come up within Ray's 60 s; starting it again "
             "(try 3 of 3)") in done.stderr
+    left = []
+    for process in processes.split():
+        pid, started = process.split("@")
+        try:
+            found = psutil.Process(int(pid))
+            if abs(found.create_time() - float(started)) < 0.01 and found.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{pid} {found.name()}")
+        except psutil.NoSuchProcess:
+            continue
+    assert len(processes.split()) >= 5 and not left, f"alive when the driver had exited: {left}"
 
 
 def test_an_existing_token_is_kept(tmp_path, monkeypatch):
