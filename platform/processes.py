@@ -9,6 +9,12 @@ parent (``platform/stopping.py``): a worker ignores Ctrl-C's SIGINT, which the t
 the command, and dies at once of a SIGTERM, which is how the parent ends its pool, even while it is blocked writing
 a result into a pipe the parent no longer reads.
 
+``end_pool`` ends one, on a stop as on success, and never hangs doing it. ``Pool.terminate()`` alone can: its
+result-handler thread may exit before a worker has written its last result, and a result larger than the pipe's buffer
+then blocks that worker while it holds the result queue's write lock, which ``terminate()`` waits for to send its
+sentinel (CPython 3.11's ``multiprocessing.pool``; a SIGTERM'd ``data prepare`` hung so in the idle test suite, and a
+loop of pools returning 2 MB results hung 4 terminates in 30 on the loaded machine).
+
 ``worker_pool`` makes such a pool with SIGTERM and SIGINT held while it forks: a worker starts with a copy of its
 parent's signal handlers, and a ``terminate()`` that came before ``die_with_parent`` had reset them ran the parent's
 handler in the worker, which swallowed it (seen in the test suite: the worker then waited forever on the task queue
@@ -32,6 +38,7 @@ from typing import TypeVar
 PR_SET_PDEATHSIG = 1            # <linux/prctl.h>
 STOPS = {signal.SIGINT, signal.SIGTERM}
 PARENT_POLL_S = 1.0
+END_WAIT_S = 3.0                # terminate() takes milliseconds; past this it is stuck (end_pool)
 T = TypeVar("T")
 
 
@@ -80,11 +87,28 @@ def worker_pool(workers: int, start_method: str | None = None) -> multiprocessin
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def end_pool(pool: multiprocessing.pool.Pool) -> None:
+    """``pool.terminate()`` and ``join()``, in a thread of their own; if they have not returned within ``END_WAIT_S``,
+    they are stuck (see above), and this process's worker processes are killed instead: after ``close()`` they have
+    nothing left to do, and on a stop nothing of theirs is kept. The stuck thread is a daemon and ends with the
+    process (the pool's exit handler ran with ``terminate()`` and does not run again)."""
+    ender = threading.Thread(target=lambda: (pool.terminate(), pool.join()), daemon=True, name="end-pool")
+    ender.start()
+    ender.join(END_WAIT_S)
+    if ender.is_alive():
+        for worker in multiprocessing.active_children():
+            worker.kill()
+            worker.join()
+
+
 def in_child_process(function: Callable[..., T], *args) -> T:
     """``function(*args)`` run in a child process; its result returned here, or its exception raised here. The main
     thread only waits, so a signal reaches this process's handler at once (``platform/stopping.py``) even while the
     child sits in a long C++ call that Python cannot interrupt (fastText's training); however the wait ends, the
-    child is ended with it (the pool's exit terminates it)."""
+    child is ended with it (``end_pool``)."""
     # spawn: a fresh interpreter, not a copy of this process's threads and locks
-    with worker_pool(1, "spawn") as pool:
+    pool = worker_pool(1, "spawn")
+    try:
         return pool.apply_async(function, args).get()
+    finally:
+        end_pool(pool)

@@ -41,7 +41,7 @@ from skipview.models.text import Tokenizer
 from skipview.models.vocab import SPECIALS, UNK_ID, Vocab
 from skipview.platform.data.readers import BadInputError, InputReport, Piece, find_sources, read_pieces
 from skipview.platform.data.staging import staged_directory
-from skipview.platform.processes import worker_pool
+from skipview.platform.processes import end_pool, worker_pool
 
 log = logging.getLogger("skipview.data")
 
@@ -176,7 +176,7 @@ def _tokenize_in_order(pieces: Iterable[Piece], tokenizer: Tokenizer, workers: i
                 [p.new_document for p in batch]
         return
     # The workers die with this process however it ends (a killed parent would leave them waiting forever), and a
-    # stop ends them (terminate) rather than waiting for them: a worker blocked writing a large result into the pipe
+    # stop ends them (end_pool) rather than waiting for them: a worker blocked writing a large result into the pipe
     # that the stopping parent no longer reads never finishes, and ProcessPoolExecutor's shutdown waited for it
     # (a SIGTERM'd prepare hung until SIGKILL, reports/stopping.md).
     pool = worker_pool(workers)
@@ -194,8 +194,7 @@ def _tokenize_in_order(pieces: Iterable[Piece], tokenizer: Tokenizer, workers: i
             yield result.get(), flags
         pool.close()
     finally:
-        pool.terminate()            # after close(): the workers have finished and exit; otherwise they are ended
-        pool.join()
+        end_pool(pool)              # after close(): the workers have finished and exit; otherwise they are ended
 
 
 # ---- step 3: provisional ids, counts, and the final files ------------------------------------------------------
