@@ -267,6 +267,12 @@ def last_logged_step(mlflow_client, run_id: str, key: str) -> int:
     return max((m.step for m in mlflow_client.get_metric_history(run_id, key)), default=-1)
 
 
+def last_logged_value(mlflow_client, run_id: str, key: str) -> float:
+    """The value of ``key`` at the highest step the run logged it (NaN if never)."""
+    history = mlflow_client.get_metric_history(run_id, key)
+    return max(history, key=lambda metric: metric.step).value if history else float("nan")
+
+
 def trained_hours(mlflow_client, run_id: str, sentences_per_step: float) -> dict[int, float]:
     """Hours the training loop had trained at the end of each of its throughput windows, by the window's last step,
     over every attempt of the run: every ``log_every`` steps, and at each checkpoint's step, the loop logs

@@ -47,6 +47,13 @@ class Tracker:
             if time.monotonic() - self.flushed_at >= self.FLUSH_SECONDS:
                 self.flush()
 
+    def last_logged(self, key: str) -> float:
+        """``key``'s value at the last step this run logged it, over every attempt (NaN on other ranks)."""
+        if self.client is None:
+            return float("nan")
+        self.flush()
+        return store.last_logged_value(self.client, self.run_id, key)
+
     def flush(self) -> None:
         if self.client is not None and self.pending:
             store.log_metric_steps(self.client, self.run_id, self.pending)

@@ -221,6 +221,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         tracker.tag(STOPPED_TAG, f"at step {progress.step}, by a stop signal; the same command resumes it")
         tracker.finish("KILLED")
         return
+    if progress.step == first_step:
+        # a resume that trained no step (its checkpoint already at or past max_steps): the run's loss is the one
+        # its last attempt logged, not NaN
+        last_loss = tracker.last_logged("loss")
     final = {"loss": last_loss, "ddp_parameters_equal": float(check_replicas(training, tracker, progress.step))}
     model_dir, evaluated = save_final_model(training, tracker, progress.step) if rank == 0 else (None, {})
     final.update(evaluated)
