@@ -143,17 +143,17 @@ def test_nan_before_the_first_checkpoint_is_the_same_one_line_divergence(ray_ses
     assert str(error.value).endswith("last good checkpoint: none (it failed before its first checkpoint)")
 
 
-def test_a_resume_that_trains_no_step_ends_with_the_loss_its_run_last_logged(ray_session, tiny_data, tmp_path):
+def test_a_resume_that_trains_no_step_ends_with_the_loss_its_run_last_logged(reference, tiny_data):
     """A run stopped past the step it should end at, ended by its own command with that ``max_steps``: it trains
-    no step, and its final loss is the one logged at its checkpoint's step (it was NaN: no step's loss this time)."""
-    run = run_for(tmp_path, "no-step", workers=1)
-    trained = driver.train(TrainSettings(**{**settings_for(tiny_data).model_dump(), "max_steps": 2 * CHECKPOINT_EVERY}),
-                           run)
+    no step, and its final loss is the one logged at its checkpoint's step (it was NaN: no step's loss this time).
+    The finished reference run is the one ended again (a run of its own cost two Ray Train runs): it rewrites the
+    same final model and leaves the MLflow run FINISHED, which the tests after it read."""
+    run, trained = reference
     ended = driver.train(TrainSettings(**{**settings_for(tiny_data).model_dump(), "max_steps": CHECKPOINT_EVERY}), run)
     assert ended.mlflow_run_id == trained.mlflow_run_id
-    assert ended.metrics["step"] == 2 * CHECKPOINT_EVERY
+    assert ended.metrics["step"] == STEPS
     [last] = [m for m in store.client(run.tracking_uri).get_metric_history(ended.mlflow_run_id, "loss")
-              if m.step == 2 * CHECKPOINT_EVERY]
+              if m.step == STEPS]
     assert ended.metrics["loss"] == pytest.approx(last.value) == trained.metrics["loss"]
 
 
